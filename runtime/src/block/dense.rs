@@ -1,0 +1,85 @@
+//! Conversion between block-sparse tensors and dense `ndarray` arrays.
+
+use super::{allowed_keys, common_symmetry, DynTensor};
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use crate::symmetry::{Charge, Leg};
+use ndarray::{ArrayD, Dimension, IxDyn};
+
+impl<T: Scalar> DynTensor<T> {
+    /// The dense embedding: every stored block copied to its place, zeros elsewhere.
+    pub fn to_dense(&self) -> ArrayD<T> {
+        let shape = self.dense_shape();
+        let mut out = ArrayD::from_elem(IxDyn(&shape), T::zero());
+        let dstrides = crate::view::row_major_strides(&shape);
+        for b in self.blocks() {
+            if b.layout.is_empty() {
+                continue;
+            }
+            let start: isize = b
+                .key
+                .iter()
+                .zip(self.legs())
+                .zip(&dstrides)
+                .map(|((&s, l), &st)| l.space.offset_of(s as usize) as isize * st)
+                .sum();
+            // SAFETY: the block lies in `data`; its dense image lies in `out` (row-major, same shape).
+            unsafe {
+                crate::view::strided_copy(
+                    &b.layout.dims,
+                    self.data().as_ptr().add(b.layout.offset),
+                    &b.layout.strides,
+                    out.as_mut_ptr().offset(start),
+                    &dstrides,
+                    crate::view::CopyMode::Set,
+                );
+            }
+        }
+        out
+    }
+
+    /// From a dense array: stores every allowed block; a nonzero element outside them is an error naming its block.
+    pub fn from_dense(legs: Vec<Leg>, charge: Charge, dense: &ArrayD<T>) -> Result<Self> {
+        let shape: Vec<usize> = legs.iter().map(|l| l.space.dim()).collect();
+        if dense.shape() != shape.as_slice() {
+            return Err(Error::ShapeMismatch {
+                what: "dense array for from_dense".into(),
+                expected: shape,
+                found: dense.shape().to_vec(),
+            });
+        }
+        let symmetry = common_symmetry(&legs)?;
+        // validate charge through zeros()
+        let t0 = Self::zeros(legs, charge)?;
+        debug_assert_eq!(
+            t0.blocks().len(),
+            allowed_keys(t0.legs(), &symmetry, t0.charge()).len()
+        );
+        let mut t = t0;
+        // reject a nonzero element outside the allowed blocks
+        for (idx, v) in dense.indexed_iter() {
+            if *v == T::zero() {
+                continue;
+            }
+            let mut key = Vec::with_capacity(idx.ndim());
+            for (k, l) in t.legs().iter().enumerate() {
+                // in range by the shape check above
+                let (s, _) = l.space.locate(idx[k]).ok_or_else(|| Error::ShapeMismatch {
+                    what: format!("leg {k}"),
+                    expected: shape.clone(),
+                    found: idx.as_array_view().to_vec(),
+                })?;
+                key.push(s as u32);
+            }
+            if t.find_block(&key).is_none() {
+                return Err(Error::SymmetryBroken {
+                    index: idx.as_array_view().to_vec(),
+                    value: format!("{v}"),
+                    key: key.iter().map(|&x| x as usize).collect(),
+                });
+            }
+        }
+        t.fill_with(|i| dense[IxDyn(i)]);
+        Ok(t)
+    }
+}

@@ -1,0 +1,433 @@
+//! The block-sparse tensor: legs, a total charge, and blocks as strided views into one buffer.
+
+mod dense;
+mod tensor;
+
+pub use tensor::Tensor;
+
+use crate::error::{Error, Result};
+use crate::scalar::Scalar;
+use crate::symmetry::{Charge, Leg, Symmetry};
+use crate::view::Layout;
+use std::collections::HashMap;
+
+/// Sector positions of a block, one per leg.
+pub type BlockKey = Box<[u32]>;
+
+/// One stored block: its sectors and where it lives in the buffer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// Sector position on each leg.
+    pub key: BlockKey,
+    /// Dims (the sectors' dims), strides and offset in the tensor's buffer.
+    pub layout: Layout,
+}
+
+/// A symmetric block-sparse tensor whose rank is known at run time.
+#[derive(Debug, Clone)]
+pub struct DynTensor<T> {
+    legs: Vec<Leg>,
+    symmetry: Symmetry,
+    charge: Charge,
+    blocks: Vec<Block>,
+    index: HashMap<BlockKey, usize>,
+    data: Vec<T>,
+}
+
+impl<T: Scalar> DynTensor<T> {
+    /// A tensor storing every block the selection rule allows, all zero.
+    pub fn zeros(legs: Vec<Leg>, charge: Charge) -> Result<Self> {
+        let symmetry = common_symmetry(&legs)?;
+        check_charge(&symmetry, &charge)?;
+        let keys = allowed_keys(&legs, &symmetry, &charge);
+        Ok(Self::from_valid_keys(legs, symmetry, charge, keys))
+    }
+
+    /// A tensor storing exactly the listed blocks (sector positions per leg), all zero.
+    pub fn zeros_with_blocks(legs: Vec<Leg>, charge: Charge, blocks: &[Vec<usize>]) -> Result<Self> {
+        let symmetry = common_symmetry(&legs)?;
+        check_charge(&symmetry, &charge)?;
+        let mut keys: Vec<BlockKey> = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            keys.push(check_key(&legs, &symmetry, &charge, b)?);
+        }
+        keys.sort();
+        if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::InvalidBlock {
+                key: w[0].iter().map(|&x| x as usize).collect(),
+                reason: "listed twice".into(),
+            });
+        }
+        Ok(Self::from_valid_keys(legs, symmetry, charge, keys))
+    }
+
+    /// Checks a block list against legs and charge without allocating the tensor.
+    pub fn validate_blocks(legs: &[Leg], charge: &Charge, blocks: &[Vec<usize>]) -> Result<()> {
+        let symmetry = common_symmetry(legs)?;
+        check_charge(&symmetry, charge)?;
+        let mut keys = Vec::with_capacity(blocks.len());
+        for b in blocks {
+            keys.push(check_key(legs, &symmetry, charge, b)?);
+        }
+        keys.sort();
+        if let Some(w) = keys.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::InvalidBlock {
+                key: w[0].iter().map(|&x| x as usize).collect(),
+                reason: "listed twice".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A tensor with blocks from `blocks` (or all allowed when `None`), element values from `f(dense index)`.
+    pub fn from_fn(
+        legs: Vec<Leg>,
+        charge: Charge,
+        blocks: Option<&[Vec<usize>]>,
+        mut f: impl FnMut(&[usize]) -> T,
+    ) -> Result<Self> {
+        let mut t = match blocks {
+            Some(b) => Self::zeros_with_blocks(legs, charge, b)?,
+            None => Self::zeros(legs, charge)?,
+        };
+        t.fill_with(|idx| f(idx));
+        Ok(t)
+    }
+
+    /// Builds from sorted, already-validated keys, blocks contiguous row-major in key order.
+    pub(crate) fn from_valid_keys(
+        legs: Vec<Leg>,
+        symmetry: Symmetry,
+        charge: Charge,
+        keys: Vec<BlockKey>,
+    ) -> Self {
+        let mut blocks = Vec::with_capacity(keys.len());
+        let mut index = HashMap::with_capacity(keys.len());
+        let mut offset = 0;
+        for (i, key) in keys.into_iter().enumerate() {
+            let dims: Vec<usize> = key
+                .iter()
+                .zip(&legs)
+                .map(|(&s, l)| l.space.dim_of(s as usize))
+                .collect();
+            let layout = Layout::row_major(&dims, offset);
+            offset += layout.len();
+            index.insert(key.clone(), i);
+            blocks.push(Block { key, layout });
+        }
+        DynTensor {
+            legs,
+            symmetry,
+            charge,
+            blocks,
+            index,
+            data: vec![T::zero(); offset],
+        }
+    }
+
+    /// Same structure (legs, charge, blocks, layouts), all elements zero.
+    pub fn zeros_like(&self) -> Self {
+        let mut t = self.clone();
+        t.data.iter_mut().for_each(|x| *x = T::zero());
+        t
+    }
+
+    /// Sets every stored element to `f(dense index)`.
+    pub fn fill_with(&mut self, mut f: impl FnMut(&[usize]) -> T) {
+        let data = &mut self.data;
+        visit_elements(&self.legs, &self.blocks, |idx, addr| data[addr] = f(idx));
+    }
+
+    /// Calls `f(dense index, value)` for every stored element.
+    pub fn for_each_element(&self, mut f: impl FnMut(&[usize], T)) {
+        visit_elements(&self.legs, &self.blocks, |idx, addr| f(idx, self.data[addr]));
+    }
+
+    /// The legs.
+    pub fn legs(&self) -> &[Leg] {
+        &self.legs
+    }
+    /// Number of legs.
+    pub fn rank(&self) -> usize {
+        self.legs.len()
+    }
+    /// The symmetry shared by all legs.
+    pub fn symmetry(&self) -> &Symmetry {
+        &self.symmetry
+    }
+    /// The total charge.
+    pub fn charge(&self) -> &Charge {
+        &self.charge
+    }
+    /// Stored blocks, sorted by key.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+    /// Number of stored blocks.
+    pub fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+    /// Position in [`Self::blocks`] of the block with these sector positions.
+    pub fn find_block(&self, key: &[u32]) -> Option<usize> {
+        self.index.get(key).copied()
+    }
+    /// The whole buffer.
+    pub fn data(&self) -> &[T] {
+        &self.data
+    }
+    /// The whole buffer, mutable.
+    pub fn data_mut(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+    /// Dense shape (sum of sector dims per leg).
+    pub fn dense_shape(&self) -> Vec<usize> {
+        self.legs.iter().map(|l| l.space.dim()).collect()
+    }
+
+    /// Copies block `key` out as a row-major `ndarray`, or `None` if not stored.
+    pub fn block_array(&self, key: &[usize]) -> Option<ndarray::ArrayD<T>> {
+        let k: Vec<u32> = key.iter().map(|&x| x as u32).collect();
+        let b = &self.blocks[self.find_block(&k)?];
+        let mut out = ndarray::ArrayD::from_elem(ndarray::IxDyn(&b.layout.dims), T::zero());
+        let dst = crate::view::row_major_strides(&b.layout.dims);
+        if !b.layout.is_empty() {
+            // SAFETY: the block's layout lies inside `data`; `out` is row-major of the same dims.
+            unsafe {
+                crate::view::strided_copy(
+                    &b.layout.dims,
+                    self.data.as_ptr().add(b.layout.offset),
+                    &b.layout.strides,
+                    out.as_mut_ptr(),
+                    &dst,
+                    crate::view::CopyMode::Set,
+                );
+            }
+        }
+        Some(out)
+    }
+
+    /// Frobenius norm over stored elements.
+    pub fn norm(&self) -> f64 {
+        self.blocks
+            .iter()
+            .map(|b| {
+                let mut s = 0.0;
+                self.for_each_in_block(b, |x| s += x.abs2());
+                s
+            })
+            .sum::<f64>()
+            .sqrt()
+    }
+
+    fn for_each_in_block(&self, b: &Block, mut f: impl FnMut(T)) {
+        let zero = vec![0isize; b.layout.dims.len()];
+        let base = b.layout.offset as isize;
+        crate::view::for_each_pair(&b.layout.dims, &b.layout.strides, &zero, |so, _, n, ss, _| {
+            for i in 0..n as isize {
+                f(self.data[(base + so + i * ss) as usize]);
+            }
+        });
+    }
+
+    /// The complex conjugate: values conjugated, every flow reversed, charge negated.
+    pub fn conj(&self) -> Self {
+        let mut t = self.clone();
+        for l in &mut t.legs {
+            *l = l.dual();
+        }
+        t.charge = self.symmetry.neg(&self.charge);
+        if T::IS_COMPLEX {
+            t.data.iter_mut().for_each(|x| *x = x.conj());
+        }
+        t
+    }
+
+    /// Multiplies every element by `alpha`.
+    pub fn scale(&mut self, alpha: T) {
+        self.data.iter_mut().for_each(|x| *x = alpha * *x);
+    }
+
+    /// Replaces the legs' flows/spaces wholesale (internal: same sectors per leg).
+    pub(crate) fn parts(&self) -> (&[Leg], &Symmetry, &Charge, &[Block], &[T]) {
+        (&self.legs, &self.symmetry, &self.charge, &self.blocks, &self.data)
+    }
+
+    /// A tensor from explicit parts, validating layouts against the buffer.
+    pub(crate) fn from_parts(
+        legs: Vec<Leg>,
+        symmetry: Symmetry,
+        charge: Charge,
+        blocks: Vec<Block>,
+        data: Vec<T>,
+    ) -> Self {
+        let index = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.key.clone(), i))
+            .collect();
+        debug_assert!(blocks.windows(2).all(|w| w[0].key < w[1].key));
+        debug_assert!(blocks
+            .iter()
+            .all(|b| b.layout.span().is_none_or(|(_, hi)| hi <= data.len())));
+        DynTensor {
+            legs,
+            symmetry,
+            charge,
+            blocks,
+            index,
+            data,
+        }
+    }
+
+    /// Whether every leg, the charge and the stored blocks equal `other`'s (values not compared).
+    pub fn same_structure(&self, other: &Self) -> bool {
+        self.legs == other.legs
+            && self.charge == other.charge
+            && self.blocks.len() == other.blocks.len()
+            && self.blocks.iter().zip(&other.blocks).all(|(a, b)| a.key == b.key)
+    }
+}
+
+/// Calls `f(dense index, buffer address)` for every element of every block.
+fn visit_elements(legs: &[Leg], blocks: &[Block], mut f: impl FnMut(&[usize], usize)) {
+    let rank = legs.len();
+    let mut idx = vec![0usize; rank];
+    let mut pos = vec![0usize; rank];
+    for b in blocks {
+        let base: Vec<usize> = b
+            .key
+            .iter()
+            .zip(legs)
+            .map(|(&s, l)| l.space.offset_of(s as usize))
+            .collect();
+        let l = &b.layout;
+        pos.iter_mut().for_each(|p| *p = 0);
+        for _ in 0..l.len() {
+            let mut addr = l.offset as isize;
+            for k in 0..rank {
+                idx[k] = base[k] + pos[k];
+                addr += pos[k] as isize * l.strides[k];
+            }
+            f(&idx, addr as usize);
+            for k in (0..rank).rev() {
+                pos[k] += 1;
+                if pos[k] < l.dims[k] {
+                    break;
+                }
+                pos[k] = 0;
+            }
+        }
+    }
+}
+
+/// The symmetry every leg shares.
+pub(crate) fn common_symmetry(legs: &[Leg]) -> Result<Symmetry> {
+    let Some(first) = legs.first() else {
+        return Ok(Symmetry::none());
+    };
+    let s = first.space.symmetry();
+    for (i, l) in legs.iter().enumerate().skip(1) {
+        if l.space.symmetry() != s {
+            return Err(Error::SymmetryMismatch {
+                what: format!("leg {i}"),
+                left: s.to_string(),
+                right: l.space.symmetry().to_string(),
+            });
+        }
+    }
+    Ok(s.clone())
+}
+
+fn check_charge(symmetry: &Symmetry, charge: &Charge) -> Result<()> {
+    let ok = charge.0.len() == symmetry.len()
+        && symmetry.charge(&charge.0).is_ok_and(|c| &c == charge);
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::ChargeMismatch {
+            what: format!("tensor charge (symmetry {symmetry})"),
+            expected: symmetry.zero(),
+            found: charge.clone(),
+        })
+    }
+}
+
+/// Sum over legs of `sign(flow) * charge` of a block.
+pub(crate) fn block_charge(legs: &[Leg], symmetry: &Symmetry, key: &[u32]) -> Charge {
+    let mut q = symmetry.zero();
+    for (l, &s) in legs.iter().zip(key) {
+        symmetry.add_signed(&mut q, l.flow.sign(), &l.space.sectors()[s as usize].charge);
+    }
+    q
+}
+
+fn check_key(legs: &[Leg], symmetry: &Symmetry, charge: &Charge, key: &[usize]) -> Result<BlockKey> {
+    if key.len() != legs.len() {
+        return Err(Error::InvalidBlock {
+            key: key.to_vec(),
+            reason: format!("has {} sector positions for {} legs", key.len(), legs.len()),
+        });
+    }
+    for (i, (&s, l)) in key.iter().zip(legs).enumerate() {
+        if s >= l.space.num_sectors() {
+            return Err(Error::InvalidBlock {
+                key: key.to_vec(),
+                reason: format!("leg {i} has {} sectors, position {s} is out of range", l.space.num_sectors()),
+            });
+        }
+    }
+    let k: BlockKey = key.iter().map(|&x| x as u32).collect();
+    let q = block_charge(legs, symmetry, &k);
+    if &q != charge {
+        return Err(Error::InvalidBlock {
+            key: key.to_vec(),
+            reason: format!("its charge {q} differs from the tensor charge {charge} (selection rule)"),
+        });
+    }
+    Ok(k)
+}
+
+/// Every block key the selection rule allows, sorted.
+pub(crate) fn allowed_keys(legs: &[Leg], symmetry: &Symmetry, charge: &Charge) -> Vec<BlockKey> {
+    let r = legs.len();
+    if r == 0 {
+        return if *charge == symmetry.zero() { vec![Box::from([])] } else { Vec::new() };
+    }
+    let mut out = Vec::new();
+    let mut key = vec![0u32; r];
+    let mut partial = vec![symmetry.zero(); r]; // partial[k] = charge of legs 0..k
+    fn rec(
+        k: usize,
+        legs: &[Leg],
+        sym: &Symmetry,
+        charge: &Charge,
+        key: &mut Vec<u32>,
+        partial: &mut Vec<Charge>,
+        out: &mut Vec<BlockKey>,
+    ) {
+        let r = legs.len();
+        if k == r - 1 {
+            // sign * q_last = charge - partial  =>  q_last = sign * (charge - partial)
+            let mut need = charge.clone();
+            sym.add_signed(&mut need, -1, &partial[k]);
+            if legs[k].flow.sign() < 0 {
+                need = sym.neg(&need);
+            }
+            if let Some(s) = legs[k].space.find(&need) {
+                key[k] = s as u32;
+                out.push(key.clone().into_boxed_slice());
+            }
+            return;
+        }
+        for s in 0..legs[k].space.num_sectors() {
+            key[k] = s as u32;
+            let mut q = partial[k].clone();
+            sym.add_signed(&mut q, legs[k].flow.sign(), &legs[k].space.sectors()[s].charge);
+            partial[k + 1] = q;
+            rec(k + 1, legs, sym, charge, key, partial, out);
+        }
+    }
+    rec(0, legs, symmetry, charge, &mut key, &mut partial, &mut out);
+    out.sort();
+    out
+}

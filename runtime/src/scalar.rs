@@ -1,0 +1,160 @@
+//! Element types: f64, f32 and complex f64.
+
+use faer::traits::ComplexField;
+use num_complex::Complex64;
+use std::fmt::{Debug, Display};
+
+/// The element types a workload file can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 64-bit float.
+    F64,
+    /// 32-bit float.
+    F32,
+    /// Complex with f64 parts (numpy's complex128), `c64` in files.
+    C64,
+}
+
+impl DType {
+    /// The name used in workload files.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F64 => "f64",
+            DType::F32 => "f32",
+            DType::C64 => "c64",
+        }
+    }
+}
+
+impl Display for DType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An element type of a tensor.
+pub trait Scalar:
+    ComplexField
+    + Copy
+    + Send
+    + Sync
+    + Debug
+    + Display
+    + PartialEq
+    + std::ops::Add<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::AddAssign
+    + 'static
+{
+    /// The dtype tag.
+    const DTYPE: DType;
+    /// Whether the type is complex.
+    const IS_COMPLEX: bool;
+    /// Zero.
+    fn zero() -> Self;
+    /// One.
+    fn one() -> Self;
+    /// From a real number.
+    fn from_f64(x: f64) -> Self;
+    /// From real and imaginary parts (the imaginary part is dropped for real types).
+    fn from_parts(re: f64, im: f64) -> Self;
+    /// Complex conjugate (identity for real types).
+    fn conj(self) -> Self;
+    /// Squared modulus, in f64.
+    fn abs2(self) -> f64;
+    /// Real part, in f64.
+    fn re(self) -> f64;
+    /// Imaginary part, in f64 (0 for real types).
+    fn im(self) -> f64;
+    /// Bytes per element.
+    fn size_bytes() -> usize {
+        std::mem::size_of::<Self>()
+    }
+}
+
+impl Scalar for f64 {
+    const DTYPE: DType = DType::F64;
+    const IS_COMPLEX: bool = false;
+    fn zero() -> Self {
+        0.0
+    }
+    fn one() -> Self {
+        1.0
+    }
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+    fn from_parts(re: f64, _im: f64) -> Self {
+        re
+    }
+    fn conj(self) -> Self {
+        self
+    }
+    fn abs2(self) -> f64 {
+        self * self
+    }
+    fn re(self) -> f64 {
+        self
+    }
+    fn im(self) -> f64 {
+        0.0
+    }
+}
+
+impl Scalar for f32 {
+    const DTYPE: DType = DType::F32;
+    const IS_COMPLEX: bool = false;
+    fn zero() -> Self {
+        0.0
+    }
+    fn one() -> Self {
+        1.0
+    }
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+    fn from_parts(re: f64, _im: f64) -> Self {
+        re as f32
+    }
+    fn conj(self) -> Self {
+        self
+    }
+    fn abs2(self) -> f64 {
+        (self as f64) * (self as f64)
+    }
+    fn re(self) -> f64 {
+        self as f64
+    }
+    fn im(self) -> f64 {
+        0.0
+    }
+}
+
+impl Scalar for Complex64 {
+    const DTYPE: DType = DType::C64;
+    const IS_COMPLEX: bool = true;
+    fn zero() -> Self {
+        Complex64::new(0.0, 0.0)
+    }
+    fn one() -> Self {
+        Complex64::new(1.0, 0.0)
+    }
+    fn from_f64(x: f64) -> Self {
+        Complex64::new(x, 0.0)
+    }
+    fn from_parts(re: f64, im: f64) -> Self {
+        Complex64::new(re, im)
+    }
+    fn conj(self) -> Self {
+        Complex64::conj(&self)
+    }
+    fn abs2(self) -> f64 {
+        self.norm_sqr()
+    }
+    fn re(self) -> f64 {
+        self.re
+    }
+    fn im(self) -> f64 {
+        self.im
+    }
+}

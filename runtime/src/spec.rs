@@ -1,0 +1,285 @@
+//! `ContractionSpec`: the description of a contraction that `contract!` emits and
+//! workload files parse into; the contract between the macro and the runtime.
+
+use crate::error::{Error, Result};
+use crate::symmetry::Flow;
+
+/// One index occurrence: its label and the annotations written on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexSpec {
+    /// Position of the label in [`ContractionSpec::labels`].
+    pub label: usize,
+    /// Flow annotation (`: out` / `: in`), if written.
+    pub flow: Option<Flow>,
+    /// Whether `local` was written.
+    pub local: bool,
+}
+
+/// One operand: a display name, whether it is conjugated, its indices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperandSpec {
+    /// The operand as written (for error messages).
+    pub name: String,
+    /// `conj(x)[..]`: values conjugated, flows reversed.
+    pub conj: bool,
+    /// Its indices, one per leg.
+    pub indices: Vec<IndexSpec>,
+}
+
+/// A pairwise contraction order: leaves are operand positions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tree {
+    /// Operand `i`.
+    Leaf(usize),
+    /// Contract the two sub-results.
+    Node(Box<Tree>, Box<Tree>),
+}
+
+impl Tree {
+    /// Left-to-right order over `n` operands: `((0*1)*2)*...`.
+    pub fn left_to_right(n: usize) -> Option<Tree> {
+        let mut t = Tree::Leaf(0);
+        if n == 0 {
+            return None;
+        }
+        for i in 1..n {
+            t = Tree::Node(Box::new(t), Box::new(Tree::Leaf(i)));
+        }
+        Some(t)
+    }
+    /// Operand positions under this node.
+    pub fn leaves(&self) -> Vec<usize> {
+        match self {
+            Tree::Leaf(i) => vec![*i],
+            Tree::Node(a, b) => {
+                let mut v = a.leaves();
+                v.extend(b.leaves());
+                v
+            }
+        }
+    }
+    /// `(a*(b*c))`-style text with operand names.
+    pub fn describe(&self, names: &[String]) -> String {
+        match self {
+            Tree::Leaf(i) => names[*i].clone(),
+            Tree::Node(a, b) => format!("({}*{})", a.describe(names), b.describe(names)),
+        }
+    }
+}
+
+/// How the result is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Assign {
+    /// `:=` a new tensor.
+    New,
+    /// `=` overwrite an existing tensor.
+    Overwrite,
+    /// `+=` accumulate into an existing tensor.
+    Accumulate,
+}
+
+/// A whole contraction: `out[..] (:=|=|+=) [alpha *] op0[..] * op1[..] * ...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContractionSpec {
+    /// Label names; [`IndexSpec::label`] indexes this.
+    pub labels: Vec<String>,
+    /// Output name (for messages).
+    pub output_name: String,
+    /// Output indices in order.
+    pub output: Vec<IndexSpec>,
+    /// The operands.
+    pub operands: Vec<OperandSpec>,
+    /// The pairwise order if the user fixed it (parentheses, a workload's `order`).
+    pub tree: Option<Tree>,
+    /// `:=`, `=` or `+=`.
+    pub assign: Assign,
+}
+
+impl ContractionSpec {
+    /// Checks the label structure: every label twice on the right (contracted) or once on the
+    /// right and once on the left (open); no label twice on one operand; tree covers operands once.
+    pub fn validate(&self) -> Result<()> {
+        let n = self.labels.len();
+        let mut rhs = vec![0usize; n];
+        let mut lhs = vec![0usize; n];
+        for op in &self.operands {
+            let mut seen = vec![false; n];
+            for ix in &op.indices {
+                let l = self.label(ix.label)?;
+                if std::mem::replace(&mut seen[ix.label], true) {
+                    return Err(Error::InvalidContraction(format!(
+                        "index `{l}` appears twice on `{}` (partial traces are not supported)",
+                        op.name
+                    )));
+                }
+                rhs[ix.label] += 1;
+            }
+        }
+        for ix in &self.output {
+            let l = self.label(ix.label)?;
+            lhs[ix.label] += 1;
+            if lhs[ix.label] > 1 {
+                return Err(Error::InvalidContraction(format!(
+                    "output index `{l}` is repeated"
+                )));
+            }
+        }
+        for (i, name) in self.labels.iter().enumerate() {
+            match (rhs[i], lhs[i]) {
+                (1, 1) | (2, 0) | (0, 0) => {}
+                (2, 1) => {
+                    return Err(Error::InvalidContraction(format!(
+                        "index `{name}` is contracted on the right but also appears in the output"
+                    )))
+                }
+                (0, 1) => {
+                    return Err(Error::InvalidContraction(format!(
+                        "output index `{name}` does not appear on the right"
+                    )))
+                }
+                (1, 0) => {
+                    return Err(Error::InvalidContraction(format!(
+                        "index `{name}` appears once on the right but not in the output"
+                    )))
+                }
+                (r, _) => {
+                    return Err(Error::InvalidContraction(format!(
+                        "index `{name}` appears {r} times on the right; an index appears once (open) or twice (contracted)"
+                    )))
+                }
+            }
+        }
+        if let Some(t) = &self.tree {
+            let mut leaves = t.leaves();
+            leaves.sort();
+            if leaves != (0..self.operands.len()).collect::<Vec<_>>() {
+                return Err(Error::InvalidContraction(
+                    "the order does not name every operand exactly once".into(),
+                ));
+            }
+        }
+        if self.operands.is_empty() {
+            return Err(Error::InvalidContraction("no operand".into()));
+        }
+        Ok(())
+    }
+
+    fn label(&self, i: usize) -> Result<&str> {
+        self.labels
+            .get(i)
+            .map(String::as_str)
+            .ok_or_else(|| Error::InvalidContraction(format!("label id {i} out of range")))
+    }
+
+    /// Parses `Out[a,b] = A[a,k] * B[k,b]` (the workload notation; `conj(X)[..]` allowed).
+    pub fn parse(text: &str) -> Result<Self> {
+        let bad = |m: &str| Error::InvalidContraction(format!("{m} in `{text}`"));
+        let (lhs, rhs) = text.split_once('=').ok_or_else(|| bad("missing `=`"))?;
+        let (lhs, assign) = match lhs.trim_end().strip_suffix(':') {
+            Some(l) => (l, Assign::New),
+            None => match lhs.trim_end().strip_suffix('+') {
+                Some(l) => (l, Assign::Accumulate),
+                None => (lhs, Assign::Overwrite),
+            },
+        };
+        let mut labels: Vec<String> = Vec::new();
+        let mut intern = |s: &str| -> usize {
+            match labels.iter().position(|l| l == s) {
+                Some(i) => i,
+                None => {
+                    labels.push(s.to_string());
+                    labels.len() - 1
+                }
+            }
+        };
+        let (out_name, out_ix) = parse_factor(lhs).ok_or_else(|| bad("malformed output"))?;
+        let output = out_ix.iter().map(|s| idx(intern(s))).collect();
+        let mut operands = Vec::new();
+        for f in rhs.split('*') {
+            let (name, ix) = parse_factor(f).ok_or_else(|| bad(&format!("malformed factor `{}`", f.trim())))?;
+            let (name, conj) = match name.strip_prefix("conj(").and_then(|n| n.strip_suffix(')')) {
+                Some(n) => (n.trim().to_string(), true),
+                None => (name, false),
+            };
+            let indices = ix.iter().map(|s| idx(intern(s))).collect();
+            operands.push(OperandSpec { name, conj, indices });
+        }
+        let spec = ContractionSpec {
+            labels,
+            output_name: out_name,
+            output,
+            operands,
+            tree: None,
+            assign,
+        };
+        spec.validate()?;
+        Ok(spec)
+    }
+}
+
+fn idx(label: usize) -> IndexSpec {
+    IndexSpec {
+        label,
+        flow: None,
+        local: false,
+    }
+}
+
+fn is_ident(s: &str) -> bool {
+    let mut c = s.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+/// `Name[a, b]` -> ("Name", ["a", "b"]).
+fn parse_factor(s: &str) -> Option<(String, Vec<String>)> {
+    let s = s.trim();
+    let open = s.rfind('[')?;
+    let inner = s[open + 1..].strip_suffix(']')?;
+    let name = s[..open].trim().to_string();
+    if name.is_empty() {
+        return None;
+    }
+    let mut ix = Vec::new();
+    if !inner.trim().is_empty() {
+        for part in inner.split(',') {
+            let p = part.trim();
+            if !is_ident(p) {
+                return None;
+            }
+            ix.push(p.to_string());
+        }
+    }
+    Some((name, ix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_workload_notation() {
+        let s = ContractionSpec::parse("Y[a,b] = L[a,x] * conj(P)[x,b]").unwrap();
+        assert_eq!(s.labels, vec!["a", "b", "x"]);
+        assert_eq!(s.operands.len(), 2);
+        assert!(s.operands[1].conj);
+        assert_eq!(s.operands[1].name, "P");
+        assert_eq!(s.assign, Assign::Overwrite);
+    }
+
+    #[test]
+    fn rejects_bad_structures() {
+        for bad in [
+            "C[a] = A[a,k] * B[k,k]",
+            "C[a,k] = A[a,k] * B[k]",
+            "C[a] = A[a,k]",
+            "C[a,b] = A[a]",
+            "C[a,a] = A[a]",
+            "C[a] A[a]",
+            "C[a] = A[a,k] * B[k] * D[k]",
+            "C[a] = A[a,1k]",
+        ] {
+            assert!(ContractionSpec::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

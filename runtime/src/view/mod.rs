@@ -1,0 +1,226 @@
+//! Strided views into shared buffers.
+//!
+//! A [`Layout`] addresses a block inside its tensor's one buffer: element
+//! `(i0, .., ir)` lives at `offset + sum_k i_k * strides[k]`. Strides are in
+//! elements and signed. Invariants, checked when a layout is attached to a
+//! buffer: every addressed element lies inside the buffer, and the blocks of
+//! one tensor never overlap.
+
+use crate::scalar::Scalar;
+
+/// Dims, signed strides and offset of one block in its buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Layout {
+    /// Extent per axis.
+    pub dims: Vec<usize>,
+    /// Stride per axis, in elements.
+    pub strides: Vec<isize>,
+    /// Offset of element `(0, .., 0)`.
+    pub offset: usize,
+}
+
+impl Layout {
+    /// A row-major contiguous layout at `offset`.
+    pub fn row_major(dims: &[usize], offset: usize) -> Self {
+        Layout {
+            dims: dims.to_vec(),
+            strides: row_major_strides(dims),
+            offset,
+        }
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.dims.iter().product()
+    }
+    /// Whether the view has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Lowest and one-past-highest element addressed (None when empty or out of range).
+    pub fn span(&self) -> Option<(usize, usize)> {
+        if self.is_empty() {
+            return None;
+        }
+        let mut lo = self.offset as isize;
+        let mut hi = self.offset as isize;
+        for (&d, &s) in self.dims.iter().zip(&self.strides) {
+            let ext = (d as isize - 1) * s;
+            if ext < 0 {
+                lo += ext;
+            } else {
+                hi += ext;
+            }
+        }
+        (lo >= 0).then_some((lo as usize, hi as usize + 1))
+    }
+    /// Whether this is row-major contiguous.
+    pub fn is_row_major(&self) -> bool {
+        fuse(&self.dims, &self.strides, &(0..self.dims.len()).collect::<Vec<_>>())
+            .is_some_and(|(_, s)| s == 1 || self.len() <= 1)
+    }
+    /// The view with axes reordered: axis `k` of the result is axis `perm[k]` of `self`.
+    pub fn permuted(&self, perm: &[usize]) -> Layout {
+        Layout {
+            dims: perm.iter().map(|&p| self.dims[p]).collect(),
+            strides: perm.iter().map(|&p| self.strides[p]).collect(),
+            offset: self.offset,
+        }
+    }
+}
+
+/// Row-major strides for `dims`.
+pub fn row_major_strides(dims: &[usize]) -> Vec<isize> {
+    let mut strides = vec![0isize; dims.len()];
+    let mut acc = 1isize;
+    for k in (0..dims.len()).rev() {
+        strides[k] = acc;
+        acc *= dims[k].max(1) as isize;
+    }
+    strides
+}
+
+/// Fuses `axes` (in that order, slowest first) into one axis: `(len, stride)`, or
+/// `None` when their strides do not nest. Axes of extent 1 are ignored; an empty
+/// or all-unit list fuses to `(product, 1)`.
+pub fn fuse(dims: &[usize], strides: &[isize], axes: &[usize]) -> Option<(usize, isize)> {
+    let len: usize = axes.iter().map(|&a| dims[a]).product();
+    let mut inner: Option<(usize, isize)> = None; // (extent so far, stride of innermost)
+    for &a in axes.iter().rev() {
+        if dims[a] == 1 {
+            continue;
+        }
+        match inner {
+            None => inner = Some((dims[a], strides[a])),
+            Some((ext, st)) => {
+                if strides[a] != st * ext as isize {
+                    return None;
+                }
+                inner = Some((ext * dims[a], st));
+            }
+        }
+    }
+    Some((len, inner.map_or(1, |(_, s)| s)))
+}
+
+/// Calls `f(src_offset, dst_offset)` for every element of two same-shape views, innermost axis last.
+///
+/// Offsets are relative to each view's origin (they may be negative for negative strides).
+#[inline]
+pub fn for_each_pair(
+    dims: &[usize],
+    src_strides: &[isize],
+    dst_strides: &[isize],
+    mut f: impl FnMut(isize, isize, usize, isize, isize),
+) {
+    // f(src, dst, inner_len, inner_src_stride, inner_dst_stride) per innermost row
+    let r = dims.len();
+    if dims.contains(&0) {
+        return;
+    }
+    if r == 0 {
+        f(0, 0, 1, 0, 0);
+        return;
+    }
+    let inner = dims[r - 1];
+    let (ss, ds) = (src_strides[r - 1], dst_strides[r - 1]);
+    let mut idx = vec![0usize; r - 1];
+    let (mut so, mut dof) = (0isize, 0isize);
+    loop {
+        f(so, dof, inner, ss, ds);
+        let mut k = r - 1;
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            idx[k] += 1;
+            so += src_strides[k];
+            dof += dst_strides[k];
+            if idx[k] < dims[k] {
+                break;
+            }
+            so -= src_strides[k] * dims[k] as isize;
+            dof -= dst_strides[k] * dims[k] as isize;
+            idx[k] = 0;
+        }
+    }
+}
+
+/// `dst = src` (or `dst += alpha * src` with `Accum`) element-wise between two same-shape strided views.
+///
+/// # Safety
+/// Both views must address valid, non-overlapping memory for their whole extent.
+pub unsafe fn strided_copy<T: Scalar>(
+    dims: &[usize],
+    src: *const T,
+    src_strides: &[isize],
+    dst: *mut T,
+    dst_strides: &[isize],
+    mode: CopyMode<T>,
+) {
+    for_each_pair(dims, src_strides, dst_strides, |so, dof, n, ss, ds| {
+        // SAFETY: the caller guarantees every addressed element is valid.
+        unsafe {
+            let s = src.offset(so);
+            let d = dst.offset(dof);
+            match mode {
+                CopyMode::Set => {
+                    if ss == 1 && ds == 1 {
+                        std::ptr::copy_nonoverlapping(s, d, n);
+                    } else {
+                        for i in 0..n as isize {
+                            *d.offset(i * ds) = *s.offset(i * ss);
+                        }
+                    }
+                }
+                CopyMode::Conj => {
+                    for i in 0..n as isize {
+                        *d.offset(i * ds) = (*s.offset(i * ss)).conj();
+                    }
+                }
+                CopyMode::AddScaled(alpha) => {
+                    for i in 0..n as isize {
+                        *d.offset(i * ds) += alpha * *s.offset(i * ss);
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// What [`strided_copy`] does per element.
+#[derive(Debug, Clone, Copy)]
+pub enum CopyMode<T> {
+    /// `dst = src`.
+    Set,
+    /// `dst = conj(src)`.
+    Conj,
+    /// `dst += alpha * src`.
+    AddScaled(T),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fuse_nests_and_skips_unit_axes() {
+        let dims = [2, 1, 3, 4];
+        let st = row_major_strides(&dims);
+        assert_eq!(fuse(&dims, &st, &[0, 1, 2, 3]), Some((24, 1)));
+        assert_eq!(fuse(&dims, &st, &[0, 2]), Some((6, 4)));
+        assert_eq!(fuse(&dims, &st, &[2, 0]), None);
+        assert_eq!(fuse(&dims, &st, &[]), Some((1, 1)));
+    }
+
+    #[test]
+    fn strided_copy_transposes() {
+        let src: Vec<f64> = (0..6).map(|x| x as f64).collect();
+        let mut dst = vec![0.0; 6];
+        // src is 2x3 row-major; write it transposed into a 3x2 row-major dst
+        unsafe {
+            strided_copy(&[2, 3], src.as_ptr(), &[3, 1], dst.as_mut_ptr(), &[1, 2], CopyMode::Set);
+        }
+        assert_eq!(dst, vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+    }
+}
