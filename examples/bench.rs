@@ -91,10 +91,12 @@ fn main() {
 }
 
 fn real_main(args: &Args) -> Result<()> {
-    let expected_path = args
-        .expected
-        .clone()
-        .or_else(|| args.files.first().and_then(|f| f.parent()).map(|d| d.join("expected.json")));
+    let expected_path = args.expected.clone().or_else(|| {
+        args.files
+            .first()
+            .and_then(|f| f.parent())
+            .map(|d| d.join("expected.json"))
+    });
     let expected: HashMap<String, Expected> = match &expected_path {
         Some(p) if p.exists() => load_expected(p)?,
         _ => HashMap::new(),
@@ -119,8 +121,11 @@ fn real_main(args: &Args) -> Result<()> {
                 failures += 1;
             }
             if args.json {
-                let blocks: serde_json::Map<String, serde_json::Value> =
-                    o.blocks.iter().map(|(n, b)| (n.clone(), (*b).into())).collect();
+                let blocks: serde_json::Map<String, serde_json::Value> = o
+                    .blocks
+                    .iter()
+                    .map(|(n, b)| (n.clone(), (*b).into()))
+                    .collect();
                 let line = serde_json::json!({
                     "name": w.name, "executor": exec.name(), "blocks": blocks,
                     "pair_gemms": o.stats.pair_gemms(), "kernel_calls": o.stats.kernel_calls(),

@@ -1,1 +1,5 @@
-use proc_macro::TokenStream; #[proc_macro] pub fn contract(t: TokenStream)->TokenStream{t}
+use proc_macro::TokenStream;
+#[proc_macro]
+pub fn contract(t: TokenStream) -> TokenStream {
+    t
+}

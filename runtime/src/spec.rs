@@ -196,13 +196,18 @@ impl ContractionSpec {
         let output = out_ix.iter().map(|s| idx(intern(s))).collect();
         let mut operands = Vec::new();
         for f in rhs.split('*') {
-            let (name, ix) = parse_factor(f).ok_or_else(|| bad(&format!("malformed factor `{}`", f.trim())))?;
+            let (name, ix) =
+                parse_factor(f).ok_or_else(|| bad(&format!("malformed factor `{}`", f.trim())))?;
             let (name, conj) = match name.strip_prefix("conj(").and_then(|n| n.strip_suffix(')')) {
                 Some(n) => (n.trim().to_string(), true),
                 None => (name, false),
             };
             let indices = ix.iter().map(|s| idx(intern(s))).collect();
-            operands.push(OperandSpec { name, conj, indices });
+            operands.push(OperandSpec {
+                name,
+                conj,
+                indices,
+            });
         }
         let spec = ContractionSpec {
             labels,

@@ -1,9 +1,9 @@
 //! Conversion between block-sparse tensors and dense `ndarray` arrays.
 
-use super::{allowed_keys, common_symmetry, DynTensor};
+use super::{common_symmetry, DynTensor};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
-use crate::symmetry::{Charge, Leg};
+use crate::symmetry::{Charge, Leg, Symmetry};
 use ndarray::{ArrayD, Dimension, IxDyn};
 
 impl<T: Scalar> DynTensor<T> {
@@ -40,6 +40,17 @@ impl<T: Scalar> DynTensor<T> {
 
     /// From a dense array: stores every allowed block; a nonzero element outside them is an error naming its block.
     pub fn from_dense(legs: Vec<Leg>, charge: Charge, dense: &ArrayD<T>) -> Result<Self> {
+        let symmetry = common_symmetry(&legs)?;
+        Self::from_dense_in(&symmetry, legs, charge, dense)
+    }
+
+    /// Like [`Self::from_dense`] with the symmetry given (needed for rank 0).
+    pub fn from_dense_in(
+        symmetry: &Symmetry,
+        legs: Vec<Leg>,
+        charge: Charge,
+        dense: &ArrayD<T>,
+    ) -> Result<Self> {
         let shape: Vec<usize> = legs.iter().map(|l| l.space.dim()).collect();
         if dense.shape() != shape.as_slice() {
             return Err(Error::ShapeMismatch {
@@ -48,14 +59,7 @@ impl<T: Scalar> DynTensor<T> {
                 found: dense.shape().to_vec(),
             });
         }
-        let symmetry = common_symmetry(&legs)?;
-        // validate charge through zeros()
-        let t0 = Self::zeros(legs, charge)?;
-        debug_assert_eq!(
-            t0.blocks().len(),
-            allowed_keys(t0.legs(), &symmetry, t0.charge()).len()
-        );
-        let mut t = t0;
+        let mut t = Self::zeros_in(symmetry, legs, charge)?;
         // reject a nonzero element outside the allowed blocks
         for (idx, v) in dense.indexed_iter() {
             if *v == T::zero() {

@@ -38,13 +38,30 @@ impl<T: Scalar> DynTensor<T> {
     /// A tensor storing every block the selection rule allows, all zero.
     pub fn zeros(legs: Vec<Leg>, charge: Charge) -> Result<Self> {
         let symmetry = common_symmetry(&legs)?;
+        Self::zeros_in(&symmetry, legs, charge)
+    }
+
+    /// Like [`Self::zeros`] with the symmetry given (needed for rank 0, where no leg names it).
+    pub fn zeros_in(symmetry: &Symmetry, legs: Vec<Leg>, charge: Charge) -> Result<Self> {
+        if let Some(l) = legs.iter().position(|l| l.space.symmetry() != symmetry) {
+            return Err(Error::SymmetryMismatch {
+                what: format!("leg {l}"),
+                left: symmetry.to_string(),
+                right: legs[l].space.symmetry().to_string(),
+            });
+        }
+        let symmetry = symmetry.clone();
         check_charge(&symmetry, &charge)?;
         let keys = allowed_keys(&legs, &symmetry, &charge);
         Ok(Self::from_valid_keys(legs, symmetry, charge, keys))
     }
 
     /// A tensor storing exactly the listed blocks (sector positions per leg), all zero.
-    pub fn zeros_with_blocks(legs: Vec<Leg>, charge: Charge, blocks: &[Vec<usize>]) -> Result<Self> {
+    pub fn zeros_with_blocks(
+        legs: Vec<Leg>,
+        charge: Charge,
+        blocks: &[Vec<usize>],
+    ) -> Result<Self> {
         let symmetry = common_symmetry(&legs)?;
         check_charge(&symmetry, &charge)?;
         let mut keys: Vec<BlockKey> = Vec::with_capacity(blocks.len());
@@ -125,6 +142,63 @@ impl<T: Scalar> DynTensor<T> {
         }
     }
 
+    /// The same tensor with every block re-stored so that its axes lie in memory in
+    /// `axis_order` (slowest first): `[r-1, .., 0]` gives column-major blocks.
+    pub fn relayout(&self, axis_order: &[usize]) -> Result<Self> {
+        let r = self.rank();
+        let mut seen = vec![false; r];
+        if axis_order.len() != r
+            || axis_order
+                .iter()
+                .any(|&a| a >= r || std::mem::replace(&mut seen[a], true))
+        {
+            return Err(Error::InvalidContraction(format!(
+                "relayout order {axis_order:?} is not a permutation of 0..{r}"
+            )));
+        }
+        let mut data = vec![T::zero(); self.blocks.iter().map(|b| b.layout.len()).sum()];
+        let mut blocks = Vec::with_capacity(self.blocks.len());
+        let mut offset = 0;
+        for b in &self.blocks {
+            let mem_dims: Vec<usize> = axis_order.iter().map(|&a| b.layout.dims[a]).collect();
+            let mem_strides = crate::view::row_major_strides(&mem_dims);
+            let mut strides = vec![0isize; r];
+            for (k, &a) in axis_order.iter().enumerate() {
+                strides[a] = mem_strides[k];
+            }
+            let layout = Layout {
+                dims: b.layout.dims.clone(),
+                strides,
+                offset,
+            };
+            if !layout.is_empty() {
+                // SAFETY: source block inside `self.data`; destination inside `data` (fresh, disjoint).
+                unsafe {
+                    crate::view::strided_copy(
+                        &layout.dims,
+                        self.data.as_ptr().add(b.layout.offset),
+                        &b.layout.strides,
+                        data.as_mut_ptr().add(offset),
+                        &layout.strides,
+                        crate::view::CopyMode::Set,
+                    );
+                }
+            }
+            offset += layout.len();
+            blocks.push(Block {
+                key: b.key.clone(),
+                layout,
+            });
+        }
+        Ok(Self::from_parts(
+            self.legs.clone(),
+            self.symmetry.clone(),
+            self.charge.clone(),
+            blocks,
+            data,
+        ))
+    }
+
     /// Same structure (legs, charge, blocks, layouts), all elements zero.
     pub fn zeros_like(&self) -> Self {
         let mut t = self.clone();
@@ -140,7 +214,9 @@ impl<T: Scalar> DynTensor<T> {
 
     /// Calls `f(dense index, value)` for every stored element.
     pub fn for_each_element(&self, mut f: impl FnMut(&[usize], T)) {
-        visit_elements(&self.legs, &self.blocks, |idx, addr| f(idx, self.data[addr]));
+        visit_elements(&self.legs, &self.blocks, |idx, addr| {
+            f(idx, self.data[addr])
+        });
     }
 
     /// The legs.
@@ -222,11 +298,16 @@ impl<T: Scalar> DynTensor<T> {
     fn for_each_in_block(&self, b: &Block, mut f: impl FnMut(T)) {
         let zero = vec![0isize; b.layout.dims.len()];
         let base = b.layout.offset as isize;
-        crate::view::for_each_pair(&b.layout.dims, &b.layout.strides, &zero, |so, _, n, ss, _| {
-            for i in 0..n as isize {
-                f(self.data[(base + so + i * ss) as usize]);
-            }
-        });
+        crate::view::for_each_pair(
+            &b.layout.dims,
+            &b.layout.strides,
+            &zero,
+            |so, _, n, ss, _| {
+                for i in 0..n as isize {
+                    f(self.data[(base + so + i * ss) as usize]);
+                }
+            },
+        );
     }
 
     /// The complex conjugate: values conjugated, every flow reversed, charge negated.
@@ -249,7 +330,13 @@ impl<T: Scalar> DynTensor<T> {
 
     /// Replaces the legs' flows/spaces wholesale (internal: same sectors per leg).
     pub(crate) fn parts(&self) -> (&[Leg], &Symmetry, &Charge, &[Block], &[T]) {
-        (&self.legs, &self.symmetry, &self.charge, &self.blocks, &self.data)
+        (
+            &self.legs,
+            &self.symmetry,
+            &self.charge,
+            &self.blocks,
+            &self.data,
+        )
     }
 
     /// A tensor from explicit parts, validating layouts against the buffer.
@@ -284,7 +371,11 @@ impl<T: Scalar> DynTensor<T> {
         self.legs == other.legs
             && self.charge == other.charge
             && self.blocks.len() == other.blocks.len()
-            && self.blocks.iter().zip(&other.blocks).all(|(a, b)| a.key == b.key)
+            && self
+                .blocks
+                .iter()
+                .zip(&other.blocks)
+                .all(|(a, b)| a.key == b.key)
     }
 }
 
@@ -339,8 +430,8 @@ pub(crate) fn common_symmetry(legs: &[Leg]) -> Result<Symmetry> {
 }
 
 fn check_charge(symmetry: &Symmetry, charge: &Charge) -> Result<()> {
-    let ok = charge.0.len() == symmetry.len()
-        && symmetry.charge(&charge.0).is_ok_and(|c| &c == charge);
+    let ok =
+        charge.0.len() == symmetry.len() && symmetry.charge(&charge.0).is_ok_and(|c| &c == charge);
     if ok {
         Ok(())
     } else {
@@ -361,7 +452,12 @@ pub(crate) fn block_charge(legs: &[Leg], symmetry: &Symmetry, key: &[u32]) -> Ch
     q
 }
 
-fn check_key(legs: &[Leg], symmetry: &Symmetry, charge: &Charge, key: &[usize]) -> Result<BlockKey> {
+fn check_key(
+    legs: &[Leg],
+    symmetry: &Symmetry,
+    charge: &Charge,
+    key: &[usize],
+) -> Result<BlockKey> {
     if key.len() != legs.len() {
         return Err(Error::InvalidBlock {
             key: key.to_vec(),
@@ -372,7 +468,10 @@ fn check_key(legs: &[Leg], symmetry: &Symmetry, charge: &Charge, key: &[usize]) 
         if s >= l.space.num_sectors() {
             return Err(Error::InvalidBlock {
                 key: key.to_vec(),
-                reason: format!("leg {i} has {} sectors, position {s} is out of range", l.space.num_sectors()),
+                reason: format!(
+                    "leg {i} has {} sectors, position {s} is out of range",
+                    l.space.num_sectors()
+                ),
             });
         }
     }
@@ -381,7 +480,9 @@ fn check_key(legs: &[Leg], symmetry: &Symmetry, charge: &Charge, key: &[usize]) 
     if &q != charge {
         return Err(Error::InvalidBlock {
             key: key.to_vec(),
-            reason: format!("its charge {q} differs from the tensor charge {charge} (selection rule)"),
+            reason: format!(
+                "its charge {q} differs from the tensor charge {charge} (selection rule)"
+            ),
         });
     }
     Ok(k)
@@ -391,7 +492,11 @@ fn check_key(legs: &[Leg], symmetry: &Symmetry, charge: &Charge, key: &[usize]) 
 pub(crate) fn allowed_keys(legs: &[Leg], symmetry: &Symmetry, charge: &Charge) -> Vec<BlockKey> {
     let r = legs.len();
     if r == 0 {
-        return if *charge == symmetry.zero() { vec![Box::from([])] } else { Vec::new() };
+        return if *charge == symmetry.zero() {
+            vec![Box::from([])]
+        } else {
+            Vec::new()
+        };
     }
     let mut out = Vec::new();
     let mut key = vec![0u32; r];
@@ -422,7 +527,11 @@ pub(crate) fn allowed_keys(legs: &[Leg], symmetry: &Symmetry, charge: &Charge) -
         for s in 0..legs[k].space.num_sectors() {
             key[k] = s as u32;
             let mut q = partial[k].clone();
-            sym.add_signed(&mut q, legs[k].flow.sign(), &legs[k].space.sectors()[s].charge);
+            sym.add_signed(
+                &mut q,
+                legs[k].flow.sign(),
+                &legs[k].space.sectors()[s].charge,
+            );
             partial[k + 1] = q;
             rec(k + 1, legs, sym, charge, key, partial, out);
         }

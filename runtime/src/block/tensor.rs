@@ -16,9 +16,17 @@ impl<T: Scalar, const N: usize> Tensor<T, N> {
         Ok(Tensor(DynTensor::zeros(legs.to_vec(), charge)?))
     }
     /// Exactly the listed blocks, all zero.
-    pub fn zeros_with_blocks(legs: [Leg; N], charge: Charge, blocks: &[[usize; N]]) -> Result<Self> {
+    pub fn zeros_with_blocks(
+        legs: [Leg; N],
+        charge: Charge,
+        blocks: &[[usize; N]],
+    ) -> Result<Self> {
         let b: Vec<Vec<usize>> = blocks.iter().map(|k| k.to_vec()).collect();
-        Ok(Tensor(DynTensor::zeros_with_blocks(legs.to_vec(), charge, &b)?))
+        Ok(Tensor(DynTensor::zeros_with_blocks(
+            legs.to_vec(),
+            charge,
+            &b,
+        )?))
     }
     /// Blocks listed (or all allowed), values from `f(dense index)`.
     pub fn from_fn(

@@ -115,7 +115,10 @@ pub fn check_operands<T: Scalar>(spec: &ContractionSpec, ops: &[&DynTensor<T>]) 
                     let (a, b) = (&ops[j].legs()[lj], &t.legs()[leg]);
                     if !same_space(&a.space, &b.space) {
                         return Err(Error::SpaceMismatch {
-                            what: format!("contracted index `{lname}` (`{}` vs `{}`)", spec.operands[j].name, os.name),
+                            what: format!(
+                                "contracted index `{lname}` (`{}` vs `{}`)",
+                                spec.operands[j].name, os.name
+                            ),
                             left: a.space.describe(),
                             right: b.space.describe(),
                         });
@@ -123,10 +126,15 @@ pub fn check_operands<T: Scalar>(spec: &ContractionSpec, ops: &[&DynTensor<T>]) 
                     let fa = eff_flow(a.flow, spec.operands[j].conj);
                     if fa == flow {
                         return Err(Error::FlowMismatch {
-                            what: format!("contracted index `{lname}` (`{}` vs `{}`)", spec.operands[j].name, os.name),
+                            what: format!(
+                                "contracted index `{lname}` (`{}` vs `{}`)",
+                                spec.operands[j].name, os.name
+                            ),
                             left: fa,
                             right: flow,
-                            hint: "; a contracted pair needs opposite flows (hint: conj() one side)".into(),
+                            hint:
+                                "; a contracted pair needs opposite flows (hint: conj() one side)"
+                                    .into(),
                         });
                     }
                 }
@@ -141,7 +149,10 @@ pub fn check_operands<T: Scalar>(spec: &ContractionSpec, ops: &[&DynTensor<T>]) 
                     what: format!("output index `{}`", spec.labels[ix.label]),
                     left: want,
                     right: f,
-                    hint: format!(" (annotated vs its source `{}` leg {leg})", spec.operands[j].name),
+                    hint: format!(
+                        " (annotated vs its source `{}` leg {leg})",
+                        spec.operands[j].name
+                    ),
                 });
             }
         }
@@ -189,7 +200,12 @@ pub fn contract_dyn<T: Scalar>(
     // single operand: a permutation (and conjugation, scaling)
     let perm: Vec<usize> = out_labels
         .iter()
-        .map(|l| p.labels.iter().position(|x| x == l).expect("validated labels"))
+        .map(|l| {
+            p.labels
+                .iter()
+                .position(|x| x == l)
+                .expect("validated labels")
+        })
         .collect();
     Ok((permute(&p.t, &perm, p.conj, alpha), stats))
 }
@@ -226,13 +242,23 @@ fn eval<'a, T: Scalar>(
     let src_of = |lab: usize| -> Src {
         match pl.labels.iter().position(|&x| x == lab) {
             Some(i) => Src::A(i),
-            None => Src::B(pr.labels.iter().position(|&x| x == lab).expect("label present")),
+            None => Src::B(
+                pr.labels
+                    .iter()
+                    .position(|&x| x == lab)
+                    .expect("label present"),
+            ),
         }
     };
     let (out_labels, step_alpha): (Vec<usize>, T) = match root_out {
         Some(o) => (o.to_vec(), alpha),
         None => {
-            let mut v: Vec<usize> = pl.labels.iter().filter(|x| !pr.labels.contains(x)).copied().collect();
+            let mut v: Vec<usize> = pl
+                .labels
+                .iter()
+                .filter(|x| !pr.labels.contains(x))
+                .copied()
+                .collect();
             v.extend(pr.labels.iter().filter(|x| !pl.labels.contains(x)));
             (v, T::one())
         }
@@ -248,7 +274,9 @@ fn eval<'a, T: Scalar>(
     let list = enumerate(&pl.t, &pr.t, &g);
     stats.flops += list.pairs.iter().map(|p| p.flops()).sum::<f64>();
     let (t, s) = match exec {
-        Executor::Pairwise | Executor::Planned | Executor::Dense => run_pairwise(&pl.t, &pr.t, &g, &list, step_alpha),
+        Executor::Pairwise | Executor::Planned | Executor::Dense => {
+            run_pairwise(&pl.t, &pr.t, &g, &list, step_alpha)
+        }
     };
     stats.steps.push(s);
     Ok(Partial {

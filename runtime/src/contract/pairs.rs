@@ -1,6 +1,6 @@
 //! One pairwise step: which legs meet, the output's legs, and the matching block pairs.
 
-use crate::block::{block_charge, common_symmetry, BlockKey, DynTensor};
+use crate::block::{block_charge, BlockKey, DynTensor};
 use crate::error::{Error, Result};
 use crate::scalar::Scalar;
 use crate::symmetry::{same_space, Charge, Leg, Symmetry};
@@ -99,8 +99,20 @@ fn eff_charge(t_charge: &Charge, sym: &Symmetry, c: Conj) -> Charge {
 pub fn geometry<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, d: &StepDesc) -> Result<Geometry> {
     let la = eff_legs(a.legs(), d.conj_a);
     let lb = eff_legs(b.legs(), d.conj_b);
-    let sym = common_symmetry(&[la.clone(), lb.clone()].concat())?;
-    let name = |i: usize| d.names.get(i).cloned().unwrap_or_else(|| format!("pair {i}"));
+    if a.symmetry() != b.symmetry() {
+        return Err(Error::SymmetryMismatch {
+            what: "pairwise step".into(),
+            left: a.symmetry().to_string(),
+            right: b.symmetry().to_string(),
+        });
+    }
+    let sym = a.symmetry().clone();
+    let name = |i: usize| {
+        d.names
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("pair {i}"))
+    };
     let mut used_a = vec![false; la.len()];
     let mut used_b = vec![false; lb.len()];
     for (i, &(x, y)) in d.contracted.iter().enumerate() {
@@ -113,7 +125,10 @@ pub fn geometry<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, d: &StepDesc) -> 
             )));
         }
         if std::mem::replace(&mut used_a[x], true) || std::mem::replace(&mut used_b[y], true) {
-            return Err(Error::InvalidContraction(format!("index `{}`: leg used twice", name(i))));
+            return Err(Error::InvalidContraction(format!(
+                "index `{}`: leg used twice",
+                name(i)
+            )));
         }
         if !same_space(&la[x].space, &lb[y].space) {
             return Err(Error::SpaceMismatch {
@@ -224,7 +239,9 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     let rank_out = g.c_rows.len() + g.c_cols.len();
     for (i, ablk) in a.blocks().iter().enumerate() {
         let key: Vec<u32> = g.a_contr.iter().map(|&l| ablk.key[l]).collect();
-        let Some(bs) = by_contr.get(&key) else { continue };
+        let Some(bs) = by_contr.get(&key) else {
+            continue;
+        };
         let m: usize = g.a_free.iter().map(|&l| ablk.layout.dims[l]).product();
         let k: usize = g.a_contr.iter().map(|&l| ablk.layout.dims[l]).product();
         for &j in bs {
@@ -242,7 +259,14 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
                 (out_keys.len() - 1) as u32
             });
             let n: usize = g.b_free.iter().map(|&l| bblk.layout.dims[l]).product();
-            pairs.push(PairGemm { a: i as u32, b: j, c, m, n, k });
+            pairs.push(PairGemm {
+                a: i as u32,
+                b: j,
+                c,
+                m,
+                n,
+                k,
+            });
         }
     }
     // renumber output blocks in key order
@@ -255,11 +279,14 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     for p in &mut pairs {
         p.c = rank[p.c as usize];
     }
-    let mut sorted_keys: Vec<BlockKey> = order.iter().map(|&o| out_keys[o as usize].clone()).collect();
+    let mut sorted_keys: Vec<BlockKey> = order
+        .iter()
+        .map(|&o| out_keys[o as usize].clone())
+        .collect();
     std::mem::swap(&mut out_keys, &mut sorted_keys);
     pairs.sort_by_key(|p| (p.c, p.a, p.b));
-    debug_assert!(out_keys.iter().all(|k| {
-        block_charge(&g.out_legs, &g.symmetry, k) == g.out_charge
-    }));
+    debug_assert!(out_keys
+        .iter()
+        .all(|k| { block_charge(&g.out_legs, &g.symmetry, k) == g.out_charge }));
     PairList { out_keys, pairs }
 }

@@ -55,11 +55,23 @@ pub(crate) fn pack_block<T: Scalar>(
     let dst = row_major_strides(&p.dims);
     // SAFETY: the block lies in `data`; `buf` holds exactly `p.len()` elements, row-major.
     unsafe {
-        strided_copy(&p.dims, data.as_ptr().add(p.offset), &p.strides, buf.as_mut_ptr(), &dst, CopyMode::Set);
+        strided_copy(
+            &p.dims,
+            data.as_ptr().add(p.offset),
+            &p.strides,
+            buf.as_mut_ptr(),
+            &dst,
+            CopyMode::Set,
+        );
     }
     let m: usize = rows.iter().map(|&r| layout.dims[r]).product();
     let n: usize = cols.iter().map(|&c| layout.dims[c]).product();
-    MatShape { m, rs: n as isize, n, cs: 1 }
+    MatShape {
+        m,
+        rs: n as isize,
+        n,
+        cs: 1,
+    }
 }
 
 /// `C = alpha * op(A) * op(B)` with raw pointers: one faer call, sequential.
@@ -84,7 +96,16 @@ pub(crate) unsafe fn gemm<T: Scalar>(
         let am = MatRef::<T>::from_raw_parts(a, ash.m, ash.n, ash.rs, ash.cs);
         let bm = MatRef::<T>::from_raw_parts(b, bsh.m, bsh.n, bsh.rs, bsh.cs);
         let cm = MatMut::<T>::from_raw_parts_mut(c, cs.m, cs.n, cs.rs, cs.cs);
-        matmul_with_conj(cm, accum, am, conj_a.faer(), bm, conj_b.faer(), alpha, Par::Seq);
+        matmul_with_conj(
+            cm,
+            accum,
+            am,
+            conj_a.faer(),
+            bm,
+            conj_b.faer(),
+            alpha,
+            Par::Seq,
+        );
     }
 }
 
@@ -138,19 +159,46 @@ pub fn run_pairwise<T: Scalar>(
         match mat_shape(cb, &g.c_rows, &g.c_cols) {
             // SAFETY: the output block lies in `cdata`, which aliases neither input.
             Some(csh) => unsafe {
-                gemm(cdata.as_mut_ptr().add(cb.offset), csh, Accum::Add, aptr, ash, g.conj.0, bptr, bsh, g.conj.1, alpha);
+                gemm(
+                    cdata.as_mut_ptr().add(cb.offset),
+                    csh,
+                    Accum::Add,
+                    aptr,
+                    ash,
+                    g.conj.0,
+                    bptr,
+                    bsh,
+                    g.conj.1,
+                    alpha,
+                );
             },
             None => {
                 // compute into a row-major temporary, then add it into the block's permuted view
                 stats.transposes += 1;
                 cbuf.clear();
                 cbuf.resize(p.m * p.n, T::zero());
-                let tsh = MatShape { m: p.m, rs: p.n as isize, n: p.n, cs: 1 };
+                let tsh = MatShape {
+                    m: p.m,
+                    rs: p.n as isize,
+                    n: p.n,
+                    cs: 1,
+                };
                 let axes: Vec<usize> = g.c_rows.iter().chain(&g.c_cols).copied().collect();
                 let cv = cb.permuted(&axes);
                 // SAFETY: `cbuf` holds m*n elements; the block's view lies in `cdata`.
                 unsafe {
-                    gemm(cbuf.as_mut_ptr(), tsh, Accum::Replace, aptr, ash, g.conj.0, bptr, bsh, g.conj.1, alpha);
+                    gemm(
+                        cbuf.as_mut_ptr(),
+                        tsh,
+                        Accum::Replace,
+                        aptr,
+                        ash,
+                        g.conj.0,
+                        bptr,
+                        bsh,
+                        g.conj.1,
+                        alpha,
+                    );
                     strided_copy(
                         &cv.dims,
                         cbuf.as_ptr(),
@@ -170,8 +218,14 @@ pub fn run_pairwise<T: Scalar>(
 pub fn permute<T: Scalar>(t: &DynTensor<T>, perm: &[usize], conj: Conj, alpha: T) -> DynTensor<T> {
     let (legs, sym, charge, blocks, data) = t.parts();
     let (legs, charge): (Vec<_>, _) = match conj {
-        Conj::No => (perm.iter().map(|&p| legs[p].clone()).collect(), charge.clone()),
-        Conj::Yes => (perm.iter().map(|&p| legs[p].dual()).collect(), sym.neg(charge)),
+        Conj::No => (
+            perm.iter().map(|&p| legs[p].clone()).collect(),
+            charge.clone(),
+        ),
+        Conj::Yes => (
+            perm.iter().map(|&p| legs[p].dual()).collect(),
+            sym.neg(charge),
+        ),
     };
     let keys = {
         let mut k: Vec<_> = blocks
@@ -184,7 +238,9 @@ pub fn permute<T: Scalar>(t: &DynTensor<T>, perm: &[usize], conj: Conj, alpha: T
     let mut out = DynTensor::<T>::from_valid_keys(legs, sym.clone(), charge, keys);
     for b in blocks {
         let key: Vec<u32> = perm.iter().map(|&p| b.key[p]).collect();
-        let dst = out.blocks()[out.find_block(&key).expect("permuted key present")].layout.clone();
+        let dst = out.blocks()[out.find_block(&key).expect("permuted key present")]
+            .layout
+            .clone();
         let src = b.layout.permuted(perm);
         let odata = out.data_mut();
         for_each_scaled(data, &src, odata, &dst, conj, alpha);
@@ -192,7 +248,14 @@ pub fn permute<T: Scalar>(t: &DynTensor<T>, perm: &[usize], conj: Conj, alpha: T
     out
 }
 
-fn for_each_scaled<T: Scalar>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout, conj: Conj, alpha: T) {
+fn for_each_scaled<T: Scalar>(
+    src: &[T],
+    sl: &Layout,
+    dst: &mut [T],
+    dl: &Layout,
+    conj: Conj,
+    alpha: T,
+) {
     if sl.is_empty() {
         return;
     }
@@ -200,7 +263,11 @@ fn for_each_scaled<T: Scalar>(src: &[T], sl: &Layout, dst: &mut [T], dl: &Layout
     unsafe {
         let s = src.as_ptr().add(sl.offset);
         let d = dst.as_mut_ptr().add(dl.offset);
-        let mode = if conj == Conj::Yes && T::IS_COMPLEX { CopyMode::Conj } else { CopyMode::Set };
+        let mode = if conj == Conj::Yes && T::IS_COMPLEX {
+            CopyMode::Conj
+        } else {
+            CopyMode::Set
+        };
         strided_copy(&sl.dims, s, &sl.strides, d, &dl.strides, mode);
     }
     if alpha != T::one() {

@@ -102,7 +102,12 @@ impl Symmetry {
     }
     /// `-a`.
     pub fn neg(&self, a: &Charge) -> Charge {
-        Charge(a.0.iter().zip(&self.0).map(|(&x, k)| reduce(*k, -x)).collect())
+        Charge(
+            a.0.iter()
+                .zip(&self.0)
+                .map(|(&x, k)| reduce(*k, -x))
+                .collect(),
+        )
     }
 }
 
@@ -209,7 +214,11 @@ impl Eq for Space {}
 
 impl Space {
     /// A block space from `(charge, dim)` pairs; charges must be distinct (mod n for Z_n).
-    pub fn new(symmetry: &Symmetry, sectors: &[(Vec<i64>, usize)], kind: SpaceKind) -> Result<Self> {
+    pub fn new(
+        symmetry: &Symmetry,
+        sectors: &[(Vec<i64>, usize)],
+        kind: SpaceKind,
+    ) -> Result<Self> {
         let mut out = Vec::with_capacity(sectors.len());
         let mut lookup = HashMap::new();
         for (i, (q, d)) in sectors.iter().enumerate() {
@@ -272,7 +281,9 @@ impl Space {
     }
     /// Total (dense) dimension.
     pub fn dim(&self) -> usize {
-        self.offsets.last().map_or(0, |o| o + self.sectors.last().unwrap().dim)
+        self.offsets
+            .last()
+            .map_or(0, |o| o + self.sectors.last().unwrap().dim)
     }
     /// Dense offset of sector `i`.
     pub fn offset_of(&self, i: usize) -> usize {
@@ -285,7 +296,10 @@ impl Space {
     /// Sector position and in-sector position of a dense index.
     pub fn locate(&self, dense: usize) -> Option<(usize, usize)> {
         // the last sector starting at or before `dense`: empty sectors before it share its offset
-        let i = self.offsets.partition_point(|&o| o <= dense).checked_sub(1)?;
+        let i = self
+            .offsets
+            .partition_point(|&o| o <= dense)
+            .checked_sub(1)?;
         let pos = dense - self.offsets[i];
         (pos < self.sectors[i].dim).then_some((i, pos))
     }

@@ -55,8 +55,12 @@ impl Layout {
     }
     /// Whether this is row-major contiguous.
     pub fn is_row_major(&self) -> bool {
-        fuse(&self.dims, &self.strides, &(0..self.dims.len()).collect::<Vec<_>>())
-            .is_some_and(|(_, s)| s == 1 || self.len() <= 1)
+        fuse(
+            &self.dims,
+            &self.strides,
+            &(0..self.dims.len()).collect::<Vec<_>>(),
+        )
+        .is_some_and(|(_, s)| s == 1 || self.len() <= 1)
     }
     /// The view with axes reordered: axis `k` of the result is axis `perm[k]` of `self`.
     pub fn permuted(&self, perm: &[usize]) -> Layout {
@@ -219,7 +223,14 @@ mod tests {
         let mut dst = vec![0.0; 6];
         // src is 2x3 row-major; write it transposed into a 3x2 row-major dst
         unsafe {
-            strided_copy(&[2, 3], src.as_ptr(), &[3, 1], dst.as_mut_ptr(), &[1, 2], CopyMode::Set);
+            strided_copy(
+                &[2, 3],
+                src.as_ptr(),
+                &[3, 1],
+                dst.as_mut_ptr(),
+                &[1, 2],
+                CopyMode::Set,
+            );
         }
         assert_eq!(dst, vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
     }

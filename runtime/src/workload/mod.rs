@@ -45,6 +45,8 @@ pub struct Workload {
     pub tensors: Vec<TensorDesc>,
     /// `contraction` (with `order` as its tree, if given).
     pub contraction: ContractionSpec,
+    /// `contraction` as written.
+    pub contraction_text: String,
 }
 
 impl Workload {
@@ -61,6 +63,11 @@ impl Workload {
     /// Parses and validates workload JSON; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<Self> {
         parse::parse(text, file)
+    }
+
+    /// The contraction as the file wrote it.
+    pub fn contraction_text(&self) -> &str {
+        &self.contraction_text
     }
 
     /// Builds the tensor named `name` with the generator's values.
@@ -147,7 +154,11 @@ pub fn checksum<T: Scalar>(t: &DynTensor<T>) -> f64 {
     let strides = dense_strides(&t.dense_shape());
     let mut s = 0.0;
     t.for_each_element(|idx, v| {
-        let i: u64 = idx.iter().zip(&strides).map(|(&x, &st)| x as u64 * st).sum();
+        let i: u64 = idx
+            .iter()
+            .zip(&strides)
+            .map(|(&x, &st)| x as u64 * st)
+            .sum();
         s += v.re() * generate(CHECKSUM_SEED, i);
     });
     s

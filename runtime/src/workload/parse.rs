@@ -24,22 +24,28 @@ impl Ctx<'_> {
         }
     }
     fn get<'v>(&self, v: &'v Value, parent: &str, key: &str) -> Result<&'v Value> {
-        v.get(key).ok_or_else(|| self.err(&join(parent, key), "missing"))
+        v.get(key)
+            .ok_or_else(|| self.err(&join(parent, key), "missing"))
     }
     fn str<'v>(&self, v: &'v Value, field: &str) -> Result<&'v str> {
-        v.as_str().ok_or_else(|| self.err(field, "expected a string"))
+        v.as_str()
+            .ok_or_else(|| self.err(field, "expected a string"))
     }
     fn arr<'v>(&self, v: &'v Value, field: &str) -> Result<&'v Vec<Value>> {
-        v.as_array().ok_or_else(|| self.err(field, "expected an array"))
+        v.as_array()
+            .ok_or_else(|| self.err(field, "expected an array"))
     }
     fn obj<'v>(&self, v: &'v Value, field: &str) -> Result<&'v serde_json::Map<String, Value>> {
-        v.as_object().ok_or_else(|| self.err(field, "expected an object"))
+        v.as_object()
+            .ok_or_else(|| self.err(field, "expected an object"))
     }
     fn int(&self, v: &Value, field: &str) -> Result<i64> {
-        v.as_i64().ok_or_else(|| self.err(field, "expected an integer"))
+        v.as_i64()
+            .ok_or_else(|| self.err(field, "expected an integer"))
     }
     fn uint(&self, v: &Value, field: &str) -> Result<u64> {
-        v.as_u64().ok_or_else(|| self.err(field, "expected a non-negative integer"))
+        v.as_u64()
+            .ok_or_else(|| self.err(field, "expected a non-negative integer"))
     }
 }
 
@@ -57,7 +63,10 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Workload> {
     c.obj(&root, "(root)")?;
     let format = c.str(c.get(&root, "", "format")?, "format")?;
     if format != "blocksparse-workload/1" {
-        return Err(c.err("format", format!("expected \"blocksparse-workload/1\", found {format:?}")));
+        return Err(c.err(
+            "format",
+            format!("expected \"blocksparse-workload/1\", found {format:?}"),
+        ));
     }
     let name = c.str(c.get(&root, "", "name")?, "name")?.to_string();
     let source = match root.get("source") {
@@ -65,14 +74,23 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Workload> {
         None => String::new(),
     };
     let mut kinds = Vec::new();
-    for (i, k) in c.arr(c.get(&root, "", "symmetry")?, "symmetry")?.iter().enumerate() {
+    for (i, k) in c
+        .arr(c.get(&root, "", "symmetry")?, "symmetry")?
+        .iter()
+        .enumerate()
+    {
         let f = format!("symmetry[{i}]");
         let s = c.str(k, &f)?;
         kinds.push(match s {
             "U1" => ChargeKind::U1,
             _ => match s.strip_prefix('Z').and_then(|n| n.parse::<u32>().ok()) {
                 Some(n) if n >= 1 => ChargeKind::Zn(n),
-                _ => return Err(c.err(&f, format!("expected \"U1\" or \"Z<n>\" (n >= 1), found {s:?}"))),
+                _ => {
+                    return Err(c.err(
+                        &f,
+                        format!("expected \"U1\" or \"Z<n>\" (n >= 1), found {s:?}"),
+                    ))
+                }
             },
         });
     }
@@ -86,19 +104,28 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Workload> {
     let spaces = parse_spaces(&c, &root, &symmetry)?;
     let tensors = parse_tensors(&c, &root, &symmetry, &spaces)?;
     let ctext = c.str(c.get(&root, "", "contraction")?, "contraction")?;
-    let mut contraction = ContractionSpec::parse(ctext).map_err(|e| c.err("contraction", e.to_string()))?;
+    let mut contraction =
+        ContractionSpec::parse(ctext).map_err(|e| c.err("contraction", e.to_string()))?;
     for o in &contraction.operands {
         if !tensors.iter().any(|t| t.name == o.name) {
-            return Err(c.err("contraction", format!("operand `{}` is not in `tensors`", o.name)));
+            return Err(c.err(
+                "contraction",
+                format!("operand `{}` is not in `tensors`", o.name),
+            ));
         }
     }
     if tensors.iter().any(|t| t.name == contraction.output_name) {
-        return Err(c.err("contraction", format!("output `{}` is also a tensor", contraction.output_name)));
+        return Err(c.err(
+            "contraction",
+            format!("output `{}` is also a tensor", contraction.output_name),
+        ));
     }
     if let Some(order) = root.get("order") {
         contraction.tree = Some(parse_order(&c, order, &contraction)?);
     }
-    contraction.validate().map_err(|e| c.err("contraction", e.to_string()))?;
+    contraction
+        .validate()
+        .map_err(|e| c.err("contraction", e.to_string()))?;
     check_contraction_legs(&c, &contraction, &tensors)?;
     Ok(Workload {
         name,
@@ -108,6 +135,7 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Workload> {
         spaces,
         tensors,
         contraction,
+        contraction_text: ctext.to_string(),
     })
 }
 
@@ -117,7 +145,11 @@ fn parse_spaces(c: &Ctx, root: &Value, symmetry: &Symmetry) -> Result<HashMap<St
         let f = format!("spaces.{sname}");
         c.obj(sv, &f)?;
         let mut secs = Vec::new();
-        for (i, s) in c.arr(c.get(sv, &f, "sectors")?, &format!("{f}.sectors"))?.iter().enumerate() {
+        for (i, s) in c
+            .arr(c.get(sv, &f, "sectors")?, &format!("{f}.sectors"))?
+            .iter()
+            .enumerate()
+        {
             let sf = format!("{f}.sectors[{i}]");
             let q: Vec<i64> = c
                 .arr(c.get(s, &sf, "charge")?, &format!("{sf}.charge"))?
@@ -125,7 +157,14 @@ fn parse_spaces(c: &Ctx, root: &Value, symmetry: &Symmetry) -> Result<HashMap<St
                 .map(|x| c.int(x, &format!("{sf}.charge")))
                 .collect::<Result<_>>()?;
             if q.len() != symmetry.len() {
-                return Err(c.err(&format!("{sf}.charge"), format!("has {} components, symmetry has {}", q.len(), symmetry.len())));
+                return Err(c.err(
+                    &format!("{sf}.charge"),
+                    format!(
+                        "has {} components, symmetry has {}",
+                        q.len(),
+                        symmetry.len()
+                    ),
+                ));
             }
             let dim = c.uint(c.get(s, &sf, "dim")?, &format!("{sf}.dim"))?;
             if dim == 0 {
@@ -135,10 +174,17 @@ fn parse_spaces(c: &Ctx, root: &Value, symmetry: &Symmetry) -> Result<HashMap<St
         }
         let local = match sv.get("local") {
             None => false,
-            Some(v) => v.as_bool().ok_or_else(|| c.err(&format!("{f}.local"), "expected a boolean"))?,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| c.err(&format!("{f}.local"), "expected a boolean"))?,
         };
-        let kind = if local { SpaceKind::Local } else { SpaceKind::Block };
-        let space = Space::new(symmetry, &secs, kind).map_err(|e| c.err(&format!("{f}.sectors"), e.to_string()))?;
+        let kind = if local {
+            SpaceKind::Local
+        } else {
+            SpaceKind::Block
+        };
+        let space = Space::new(symmetry, &secs, kind)
+            .map_err(|e| c.err(&format!("{f}.sectors"), e.to_string()))?;
         spaces.insert(sname.clone(), Arc::new(space));
     }
     Ok(spaces)
@@ -163,9 +209,15 @@ fn parse_tensors(
             .iter()
             .map(|x| c.int(x, &format!("{f}.charge")))
             .collect::<Result<_>>()?;
-        let charge = symmetry.charge(&q).map_err(|e| c.err(&format!("{f}.charge"), e.to_string()))?;
+        let charge = symmetry
+            .charge(&q)
+            .map_err(|e| c.err(&format!("{f}.charge"), e.to_string()))?;
         let mut legs = Vec::new();
-        for (i, l) in c.arr(c.get(tv, &f, "legs")?, &format!("{f}.legs"))?.iter().enumerate() {
+        for (i, l) in c
+            .arr(c.get(tv, &f, "legs")?, &format!("{f}.legs"))?
+            .iter()
+            .enumerate()
+        {
             let lf = format!("{f}.legs[{i}]");
             let sp = c.str(c.get(l, &lf, "space")?, &format!("{lf}.space"))?;
             if !spaces.contains_key(sp) {
@@ -174,7 +226,12 @@ fn parse_tensors(
             let flow = match c.str(c.get(l, &lf, "flow")?, &format!("{lf}.flow"))? {
                 "out" => Flow::Out,
                 "in" => Flow::In,
-                x => return Err(c.err(&format!("{lf}.flow"), format!("expected \"out\" or \"in\", found {x:?}"))),
+                x => {
+                    return Err(c.err(
+                        &format!("{lf}.flow"),
+                        format!("expected \"out\" or \"in\", found {x:?}"),
+                    ))
+                }
             };
             legs.push((sp.to_string(), flow));
         }
@@ -195,7 +252,10 @@ fn parse_tensors(
             }
         };
         // validate blocks and charges now, naming the tensor
-        let leg_objs: Vec<_> = legs.iter().map(|(s, fl)| crate::symmetry::Leg::new(&spaces[s], *fl)).collect();
+        let leg_objs: Vec<_> = legs
+            .iter()
+            .map(|(s, fl)| crate::symmetry::Leg::new(&spaces[s], *fl))
+            .collect();
         let check = match &blocks {
             Some(b) => DynTensor::<f64>::validate_blocks(&leg_objs, &charge, b),
             None => Ok(()),
@@ -217,7 +277,10 @@ fn parse_order(c: &Ctx, order: &Value, spec: &ContractionSpec) -> Result<Tree> {
     let mut live: Vec<(String, Tree)> = Vec::new();
     for (i, n) in names.iter().enumerate() {
         if names[..i].contains(n) {
-            return Err(c.err("order", format!("operand `{n}` appears twice in the contraction, so `order` is ambiguous")));
+            return Err(c.err(
+                "order",
+                format!("operand `{n}` appears twice in the contraction, so `order` is ambiguous"),
+            ));
         }
         live.push((n.to_string(), Tree::Leaf(i)));
     }
@@ -230,10 +293,12 @@ fn parse_order(c: &Ctx, order: &Value, spec: &ContractionSpec) -> Result<Tree> {
         let x = c.str(&p[0], &f)?.to_string();
         let y = c.str(&p[1], &f)?.to_string();
         let mut take = |n: &str| -> Result<Tree> {
-            let pos = live
-                .iter()
-                .position(|(m, _)| m == n)
-                .ok_or_else(|| c.err(&f, format!("`{n}` is not an operand or earlier intermediate still unused")))?;
+            let pos = live.iter().position(|(m, _)| m == n).ok_or_else(|| {
+                c.err(
+                    &f,
+                    format!("`{n}` is not an operand or earlier intermediate still unused"),
+                )
+            })?;
             Ok(live.remove(pos).1)
         };
         let tx = take(&x)?;
@@ -241,7 +306,13 @@ fn parse_order(c: &Ctx, order: &Value, spec: &ContractionSpec) -> Result<Tree> {
         live.push((format!("({x}*{y})"), Tree::Node(Box::new(tx), Box::new(ty))));
     }
     if live.len() != 1 {
-        return Err(c.err("order", format!("leaves {} results; it must combine every operand into one", live.len())));
+        return Err(c.err(
+            "order",
+            format!(
+                "leaves {} results; it must combine every operand into one",
+                live.len()
+            ),
+        ));
     }
     Ok(live.pop().expect("one").1)
 }
@@ -249,9 +320,20 @@ fn parse_order(c: &Ctx, order: &Value, spec: &ContractionSpec) -> Result<Tree> {
 fn check_contraction_legs(c: &Ctx, spec: &ContractionSpec, tensors: &[TensorDesc]) -> Result<()> {
     let mut first: Vec<Option<(String, Flow)>> = vec![None; spec.labels.len()];
     for o in &spec.operands {
-        let t = tensors.iter().find(|t| t.name == o.name).expect("checked above");
+        let t = tensors
+            .iter()
+            .find(|t| t.name == o.name)
+            .expect("checked above");
         if t.legs.len() != o.indices.len() {
-            return Err(c.err("contraction", format!("`{}` has {} legs but {} indices", o.name, t.legs.len(), o.indices.len())));
+            return Err(c.err(
+                "contraction",
+                format!(
+                    "`{}` has {} legs but {} indices",
+                    o.name,
+                    t.legs.len(),
+                    o.indices.len()
+                ),
+            ));
         }
         for (ix, (sp, fl)) in o.indices.iter().zip(&t.legs) {
             let fl = if o.conj { fl.dual() } else { *fl };
@@ -260,10 +342,18 @@ fn check_contraction_legs(c: &Ctx, spec: &ContractionSpec, tensors: &[TensorDesc
                 None => first[ix.label] = Some((sp.clone(), fl)),
                 Some((s0, f0)) => {
                     if s0 != sp {
-                        return Err(c.err("contraction", format!("index `{lname}` joins space `{s0}` with space `{sp}`")));
+                        return Err(c.err(
+                            "contraction",
+                            format!("index `{lname}` joins space `{s0}` with space `{sp}`"),
+                        ));
                     }
                     if *f0 == fl {
-                        return Err(c.err("contraction", format!("index `{lname}` joins two `{f0:?}` legs; flows must be opposite")));
+                        return Err(c.err(
+                            "contraction",
+                            format!(
+                                "index `{lname}` joins two `{f0:?}` legs; flows must be opposite"
+                            ),
+                        ));
                     }
                 }
             }

@@ -1,0 +1,146 @@
+//! The tensor model's construction paths and their errors.
+
+use blockcontract::{ChargeKind, DynTensor, Error, Flow, Leg, Space, Symmetry, Tensor};
+use ndarray::{ArrayD, IxDyn};
+use std::sync::Arc;
+
+fn setup() -> (Symmetry, Arc<Space>, Arc<Space>) {
+    let u1 = Symmetry::u1();
+    let v = Arc::new(Space::block(&u1, &[(vec![-1], 2), (vec![0], 3), (vec![1], 1)]).unwrap());
+    let p = Arc::new(Space::local(&u1, &[(vec![-1], 1), (vec![1], 1)]).unwrap());
+    (u1, v, p)
+}
+
+#[test]
+fn zeros_stores_exactly_the_allowed_blocks() {
+    let (u1, v, p) = setup();
+    let t =
+        DynTensor::<f64>::zeros(vec![Leg::out(&v), Leg::out(&p), Leg::inc(&v)], u1.zero()).unwrap();
+    // allowed: q_a + q_s - q_b = 0
+    for b in t.blocks() {
+        let q: i64 = v.sectors()[b.key[0] as usize].charge.values()[0]
+            + p.sectors()[b.key[1] as usize].charge.values()[0]
+            - v.sectors()[b.key[2] as usize].charge.values()[0];
+        assert_eq!(q, 0);
+    }
+    assert_eq!(t.num_blocks(), 4); // (-1,+1,0) (0,-1,-1) (0,+1,+1) (1,-1,0)
+    assert_eq!(t.data().len(), 2 * 3 + 3 * 2 + 3 + 3);
+    assert!(t.find_block(&[1, 0, 0]).is_some());
+    assert!(t.find_block(&[0, 0, 0]).is_none());
+}
+
+#[test]
+fn dense_round_trip_and_symmetry_breaking_rejected() {
+    let (u1, v, _) = setup();
+    let legs = vec![Leg::out(&v), Leg::inc(&v)];
+    let mut d = ArrayD::<f64>::zeros(IxDyn(&[6, 6]));
+    d[[0, 1]] = 1.5; // sector (0, 0): allowed
+    d[[3, 4]] = -2.0; // sector (1, 1): allowed
+    let t = DynTensor::from_dense(legs.clone(), u1.zero(), &d).unwrap();
+    assert_eq!(t.to_dense(), d);
+    d[[0, 5]] = 3.0; // sectors (0, 2): charges -1 vs 1, forbidden
+    match DynTensor::from_dense(legs.clone(), u1.zero(), &d) {
+        Err(Error::SymmetryBroken { index, key, .. }) => {
+            assert_eq!(index, vec![0, 5]);
+            assert_eq!(key, vec![0, 2]);
+        }
+        other => panic!("expected SymmetryBroken, got {other:?}"),
+    }
+    let wrong = ArrayD::<f64>::zeros(IxDyn(&[6, 5]));
+    assert!(matches!(
+        DynTensor::from_dense(legs, u1.zero(), &wrong),
+        Err(Error::ShapeMismatch { .. })
+    ));
+}
+
+#[test]
+fn explicit_blocks_are_validated() {
+    let (u1, v, _) = setup();
+    let legs = vec![Leg::out(&v), Leg::inc(&v)];
+    let t = DynTensor::<f64>::zeros_with_blocks(legs.clone(), u1.zero(), &[vec![2, 2], vec![0, 0]])
+        .unwrap();
+    assert_eq!(t.num_blocks(), 2);
+    assert_eq!(&*t.blocks()[0].key, &[0, 0]); // sorted
+    let err =
+        DynTensor::<f64>::zeros_with_blocks(legs.clone(), u1.zero(), &[vec![0, 1]]).unwrap_err();
+    assert!(
+        matches!(err, Error::InvalidBlock { ref key, .. } if key == &vec![0, 1]),
+        "{err}"
+    );
+    assert!(err.to_string().contains("selection rule"));
+    let err =
+        DynTensor::<f64>::zeros_with_blocks(legs.clone(), u1.zero(), &[vec![0, 7]]).unwrap_err();
+    assert!(err.to_string().contains("leg 1"), "{err}");
+    assert!(
+        DynTensor::<f64>::zeros_with_blocks(legs, u1.zero(), &[vec![1, 1], vec![1, 1]]).is_err()
+    );
+}
+
+#[test]
+fn mixed_symmetries_and_bad_charges_are_errors() {
+    let (u1, v, _) = setup();
+    let z2 = Symmetry::zn(2);
+    let w = Arc::new(Space::block(&z2, &[(vec![0], 1), (vec![1], 1)]).unwrap());
+    assert!(matches!(
+        DynTensor::<f64>::zeros(vec![Leg::out(&v), Leg::inc(&w)], u1.zero()),
+        Err(Error::SymmetryMismatch { .. })
+    ));
+    let uz = Symmetry::new(vec![ChargeKind::U1, ChargeKind::Zn(2)]).unwrap();
+    assert!(matches!(
+        DynTensor::<f64>::zeros(vec![Leg::out(&v)], uz.zero()),
+        Err(Error::ChargeMismatch { .. })
+    ));
+}
+
+#[test]
+fn static_rank_tensor_converts_both_ways() {
+    let (u1, v, p) = setup();
+    let t: Tensor<f64, 3> = Tensor::from_fn(
+        [Leg::out(&v), Leg::out(&p), Leg::inc(&v)],
+        u1.zero(),
+        None,
+        |[a, s, b]| (a * 100 + s * 10 + b) as f64,
+    )
+    .unwrap();
+    let d: DynTensor<f64> = t.clone().into_dyn();
+    assert_eq!(d.rank(), 3);
+    let back: Tensor<f64, 3> = d.clone().try_into().unwrap();
+    assert_eq!(back.to_dense(), t.to_dense());
+    let err = Tensor::<f64, 2>::try_from(d).unwrap_err();
+    assert!(matches!(
+        err,
+        Error::RankMismatch {
+            expected: 2,
+            found: 3,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn relayout_keeps_values_and_changes_strides() {
+    let (u1, v, p) = setup();
+    let t = DynTensor::<f64>::from_fn(
+        vec![Leg::out(&v), Leg::out(&p), Leg::inc(&v)],
+        u1.zero(),
+        None,
+        |i| (i[0] * 100 + i[1] * 10 + i[2]) as f64,
+    )
+    .unwrap();
+    let r = t.relayout(&[2, 0, 1]).unwrap();
+    assert_eq!(r.to_dense(), t.to_dense());
+    assert!(r.blocks().iter().any(|b| !b.layout.is_row_major()));
+    assert!(t.relayout(&[0, 0, 1]).is_err());
+    let c = t.conj();
+    assert_eq!(c.legs()[0].flow, Flow::In);
+    assert_eq!(c.legs()[2].flow, Flow::Out);
+}
+
+#[test]
+fn rank_zero_tensors_need_a_neutral_charge() {
+    let u1 = Symmetry::u1();
+    let s = DynTensor::<f64>::zeros_in(&u1, vec![], u1.zero()).unwrap();
+    assert_eq!(s.num_blocks(), 1);
+    let s1 = DynTensor::<f64>::zeros_in(&u1, vec![], u1.charge(&[1]).unwrap()).unwrap();
+    assert_eq!(s1.num_blocks(), 0);
+}
