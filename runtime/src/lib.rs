@@ -6,6 +6,8 @@
 pub mod block;
 pub mod contract;
 pub mod error;
+#[doc(hidden)]
+pub mod macro_support;
 pub mod scalar;
 pub mod spec;
 pub mod symmetry;

@@ -1,5 +1,6 @@
 //! The block-sparse tensor: legs, a total charge, and blocks as strided views into one buffer.
 
+mod assign;
 mod dense;
 mod tensor;
 

@@ -1,0 +1,80 @@
+//! Parsed syntax of a contraction; every node keeps its span.
+
+use proc_macro2::{Span, TokenStream};
+use syn::Ident;
+
+/// `out[..] op rhs`.
+pub struct Contraction {
+    pub output: Output,
+    pub assign: AssignOp,
+    pub rhs: Product,
+}
+
+/// The left-hand side.
+pub struct Output {
+    pub target: OperandExpr,
+    pub indices: IndexList,
+}
+
+/// `:=`, `=` or `+=`.
+#[derive(Clone, Copy)]
+pub enum AssignOp {
+    New,
+    Overwrite,
+    Accumulate,
+}
+
+/// A tensor expression: an identifier or a parenthesised Rust expression.
+pub enum OperandExpr {
+    Ident(Ident),
+    Paren { expr: TokenStream, span: Span },
+}
+
+impl OperandExpr {
+    pub fn span(&self) -> Span {
+        match self {
+            OperandExpr::Ident(i) => i.span(),
+            OperandExpr::Paren { span, .. } => *span,
+        }
+    }
+    /// The operand as the user wrote it, for messages.
+    pub fn display(&self) -> String {
+        match self {
+            OperandExpr::Ident(i) => i.to_string(),
+            OperandExpr::Paren { expr, .. } => format!("({expr})"),
+        }
+    }
+}
+
+/// `[i, j: out, s: out local]`.
+pub struct IndexList {
+    pub indices: Vec<Index>,
+}
+
+/// One index with its annotation words.
+pub struct Index {
+    pub name: Ident,
+    pub words: Vec<Ident>,
+}
+
+/// Items joined by `*`.
+pub struct Product {
+    pub items: Vec<Item>,
+}
+
+/// A factor of a product.
+pub enum Item {
+    /// A scalar: literal, identifier or parenthesised expression.
+    Scalar(TokenStream),
+    /// A tensor factor.
+    Factor(Factor),
+    /// A parenthesised sub-product: its operands are contracted first.
+    Group(Product),
+}
+
+/// `x[..]` or `conj(x)[..]` / `conj(x[..])`.
+pub struct Factor {
+    pub operand: OperandExpr,
+    pub conj: bool,
+    pub indices: IndexList,
+}
