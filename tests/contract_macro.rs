@@ -146,7 +146,7 @@ fn complex_conj_and_annotations() {
     let d = contract!(d[i: out, j: in] := conj(a)[k: in, i: out] * b[k: out, j: in]).unwrap();
     close(&d.to_dense(), &want.mapv(|x| x / alpha));
     // an annotation that contradicts the tensor is a run-time error naming the index
-    let e = (|| contract!(e[i, j] := a[i: in, k] * b[k, j]))().unwrap_err();
+    let e = contract!(e[i, j] := a[i: in, k] * b[k, j]).unwrap_err();
     assert!(
         matches!(e, Error::FlowMismatch { ref what, .. } if what.contains("`i`")),
         "{e}"
@@ -165,7 +165,7 @@ fn local_legs_and_parentheses() {
         &dense("T[x,s,y] = M[x,k] * P[k,s,y]", &[&m, &psi], 1.0),
     );
     // `local` on a block leg is a run-time error naming the index
-    let e = (|| contract!(t[x, s, y] := m[x, k: local] * psi[k, s, y]))().unwrap_err();
+    let e = contract!(t[x, s, y] := m[x, k: local] * psi[k, s, y]).unwrap_err();
     assert!(e.to_string().contains("`k`"), "{e}");
     let r: Tensor<f64, 2> = f.t([Leg::out(&v), Leg::inc(&v)]);
     let y1 = contract!(y[x, s, z] := m[x, k] * (psi[k, s, y] * r[y, z])).unwrap();
@@ -200,7 +200,7 @@ fn parenthesised_operand_expressions_and_dyn_operands() {
     let z = contract!(z[b, a] := 3.0 * x[a, b]).unwrap();
     close(&z.to_dense(), &dense("Z[b,a] = X[a,b]", &[&x], 3.0));
     // a DynTensor with the wrong rank is a run-time error
-    let e = (|| contract!(w[a] := x[a, k, q] * (env.left)[k, q]))().unwrap_err();
+    let e = contract!(w[a] := x[a, k, q] * (env.left)[k, q]).unwrap_err();
     assert!(matches!(e, Error::RankMismatch { .. }), "{e}");
 }
 
@@ -238,7 +238,7 @@ fn flows_of_new_tensors_follow_their_sources() {
     assert_eq!(c.legs()[1].flow, Flow::In);
     // two `out` legs contracted: a run-time flow error naming the index
     let bo: Tensor<f64, 2> = f.t([Leg::out(&v), Leg::out(&v)]);
-    let e = (|| contract!(c[i, j] := a[k, i] * bo[j, k]))().unwrap_err();
+    let e = contract!(c[i, j] := a[k, i] * bo[j, k]).unwrap_err();
     assert!(
         matches!(e, Error::FlowMismatch { ref what, .. } if what.contains("`k`")),
         "{e}"
