@@ -44,7 +44,7 @@ impl Fixture {
     fn t<T: blockcontract::Scalar, const N: usize>(&mut self, legs: [Leg; N]) -> Tensor<T, N> {
         let seed = self.rng.next() >> 12;
         let q = legs[0].space.symmetry().zero();
-        Tensor::from_fn(legs, q, None, |i| common::value(seed, i)).unwrap()
+        Tensor::from_fn(legs, q, None, |i| common::value(seed, &i)).unwrap()
     }
 }
 

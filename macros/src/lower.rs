@@ -97,7 +97,17 @@ pub fn lower(c: &Checked) -> TokenStream {
         .iter()
         .map(|s| quote!(let __bc_alpha = __bc_alpha * #p::scalar_for(#first, #s);))
         .collect();
-    let dyns: Vec<TokenStream> = vars.iter().map(|v| quote!(#p::as_dyn(#v))).collect();
+    // spanned at each operand, so that an element-type mismatch points at the operand
+    let dyns: Vec<TokenStream> = c
+        .operands
+        .iter()
+        .zip(&vars)
+        .map(|(o, v)| {
+            let span = o.expr.span();
+            let v = spanned_ident(v, span);
+            quote_spanned!(span=> ::blockcontract::__private::as_dyn(#v))
+        })
+        .collect();
     let n_out = c.output.len();
     let call = match c.assign {
         AssignOp::New => quote! {
@@ -107,9 +117,10 @@ pub fn lower(c: &Checked) -> TokenStream {
             let target = operand_value(c.target);
             let span = c.target.span();
             let t = spanned_ident(&format_ident!("__bc_target"), span);
+            let rank_check = quote_spanned!(span=> #p::check_rank::<_, #n_out>(#t););
             quote! {{
                 let __bc_target = &mut #target;
-                #p::check_rank::<_, #n_out>(#t);
+                #rank_check
                 #p::contract_into(&__BC_SITE, __bc_spec, __bc_target, &[#(#dyns),*], __bc_alpha)
             }}
         }

@@ -13,7 +13,10 @@ mod kw {
 impl Parse for Contraction {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         if input.is_empty() {
-            return Err(input.error("empty contraction; expected `out[i, j] := a[i, k] * b[k, j]`"));
+            return Err(syn::Error::new(
+                proc_macro2::Span::call_site(),
+                "empty contraction; expected `out[i, j] := a[i, k] * b[k, j]`",
+            ));
         }
         let target = parse_operand_expr(input, "the output tensor")?;
         if !input.peek(syn::token::Bracket) {
@@ -23,6 +26,7 @@ impl Parse for Contraction {
         }
         let indices = parse_index_list(input, true)?;
         let output = Output { target, indices };
+        let op_span = input.span();
         let assign = if input.peek(Token![:]) && input.peek2(Token![=]) {
             let _: Token![:] = input.parse()?;
             let _: Token![=] = input.parse()?;
@@ -39,7 +43,10 @@ impl Parse for Contraction {
             ));
         };
         if input.is_empty() {
-            return Err(input.error("missing right-hand side after the assignment operator"));
+            return Err(syn::Error::new(
+                op_span,
+                "missing right-hand side after the assignment operator",
+            ));
         }
         let rhs = parse_product(input)?;
         if !input.is_empty() {

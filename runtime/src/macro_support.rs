@@ -145,7 +145,7 @@ pub fn check_rank<X: HasRank<K> + ?Sized, const K: usize>(_x: &X) {}
 /// A scalar factor convertible to the element type `T`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot scale a contraction of `{T}` tensors",
-    note = "scalars are f64 literals or values of the tensors' element type"
+    note = "scalars are f64 values (write `2.0`, not `2`) or values of the tensors' element type"
 )]
 pub trait ScalarArg<T> {
     /// As `T`.

@@ -33,13 +33,13 @@ impl<T: Scalar, const N: usize> Tensor<T, N> {
         legs: [Leg; N],
         charge: Charge,
         blocks: Option<&[[usize; N]]>,
-        mut f: impl FnMut(&[usize; N]) -> T,
+        mut f: impl FnMut([usize; N]) -> T,
     ) -> Result<Self> {
         let b: Option<Vec<Vec<usize>>> = blocks.map(|bs| bs.iter().map(|k| k.to_vec()).collect());
         let t = DynTensor::from_fn(legs.to_vec(), charge, b.as_deref(), |idx| {
             let mut a = [0usize; N];
             a.copy_from_slice(idx);
-            f(&a)
+            f(a)
         })?;
         Ok(Tensor(t))
     }
