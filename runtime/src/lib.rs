@@ -6,8 +6,10 @@
 pub mod block;
 pub mod contract;
 pub mod error;
+pub mod exec;
 #[doc(hidden)]
 pub mod macro_support;
+pub mod plan;
 pub mod scalar;
 pub mod spec;
 pub mod symmetry;
@@ -17,6 +19,7 @@ pub mod workload;
 pub use block::{Block, BlockKey, DynTensor, Tensor};
 pub use contract::{contract_dyn, Conj, Executor, RunStats};
 pub use error::{Error, Result};
+pub use plan::{CostModel, GroupKind, Plan, PlanCache, PlanOptions};
 pub use scalar::{DType, Scalar};
 pub use spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 pub use symmetry::{Charge, ChargeKind, Flow, Leg, Sector, Space, SpaceKind, Symmetry};

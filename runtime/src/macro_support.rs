@@ -2,8 +2,10 @@
 //! `blockcontract::__private` only.
 
 use crate::block::{DynTensor, Tensor};
-use crate::contract::{contract_dyn, Executor};
+use crate::contract::contract_planned;
 use crate::error::Result;
+use crate::plan::cache::spec_fingerprint;
+use crate::plan::{PlanCache, PlanOptions};
 use crate::scalar::Scalar;
 use crate::spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 use crate::symmetry::Flow;
@@ -13,9 +15,10 @@ use std::sync::OnceLock;
 pub use crate::spec::Assign as AssignKind;
 pub use crate::symmetry::Flow as FlowKind;
 
-/// Per-call-site state: the spec, built once.
+/// Per-call-site state: the spec (built once, with its fingerprint) and the plan cache.
 pub struct CallSite {
-    spec: OnceLock<ContractionSpec>,
+    spec: OnceLock<(ContractionSpec, u64)>,
+    plans: PlanCache,
 }
 
 impl CallSite {
@@ -23,16 +26,42 @@ impl CallSite {
     pub const fn new() -> Self {
         CallSite {
             spec: OnceLock::new(),
+            plans: PlanCache::new(),
         }
     }
     /// The spec, built on first use.
     pub fn spec(&self, build: impl FnOnce() -> ContractionSpec) -> &ContractionSpec {
-        self.spec.get_or_init(build)
+        &self
+            .spec
+            .get_or_init(|| {
+                let s = build();
+                let fp = spec_fingerprint(&s);
+                (s, fp)
+            })
+            .0
     }
-    /// The executor this call site runs on.
-    pub fn executor(&self) -> Executor {
-        Executor::Planned
+    /// This call site's plans (hit and miss counters included).
+    pub fn plans(&self) -> &PlanCache {
+        &self.plans
     }
+    fn run<T: Scalar>(
+        &self,
+        spec: &ContractionSpec,
+        ops: &[&DynTensor<T>],
+        alpha: T,
+    ) -> Result<DynTensor<T>> {
+        let fp = self
+            .spec
+            .get()
+            .map_or_else(|| spec_fingerprint(spec), |s| s.1);
+        let (t, _, _) = contract_planned(spec, fp, ops, alpha, &self.plans, &default_options(), 1)?;
+        Ok(t)
+    }
+}
+
+fn default_options() -> PlanOptions {
+    static OPTS: OnceLock<PlanOptions> = OnceLock::new();
+    *OPTS.get_or_init(PlanOptions::default)
 }
 
 impl Default for CallSite {
@@ -185,8 +214,7 @@ pub fn contract_new<T: Scalar, const N: usize>(
     ops: &[&DynTensor<T>],
     alpha: T,
 ) -> Result<Tensor<T, N>> {
-    let (t, _) = contract_dyn(spec, ops, alpha, site.executor())?;
-    Tensor::try_from(t)
+    Tensor::try_from(site.run(spec, ops, alpha)?)
 }
 
 /// A tensor that `=` and `+=` can write into.
@@ -226,7 +254,7 @@ pub fn contract_into<X: Target + ?Sized>(
     ops: &[&DynTensor<X::Elem>],
     alpha: X::Elem,
 ) -> Result<()> {
-    let (t, _) = contract_dyn(spec, ops, alpha, site.executor())?;
+    let t = site.run(spec, ops, alpha)?;
     let names: Vec<String> = spec
         .output
         .iter()

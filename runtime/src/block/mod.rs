@@ -33,6 +33,8 @@ pub struct DynTensor<T> {
     blocks: Vec<Block>,
     index: HashMap<BlockKey, usize>,
     data: Vec<T>,
+    /// Fingerprint of the structure (legs, charge, keys, layouts), computed on first use.
+    fp: std::sync::OnceLock<u64>,
 }
 
 impl<T: Scalar> DynTensor<T> {
@@ -119,6 +121,16 @@ impl<T: Scalar> DynTensor<T> {
         charge: Charge,
         keys: Vec<BlockKey>,
     ) -> Self {
+        Self::from_valid_keys_sized(legs, symmetry, charge, keys, true)
+    }
+
+    fn from_valid_keys_sized(
+        legs: Vec<Leg>,
+        symmetry: Symmetry,
+        charge: Charge,
+        keys: Vec<BlockKey>,
+        alloc: bool,
+    ) -> Self {
         let mut blocks = Vec::with_capacity(keys.len());
         let mut index = HashMap::with_capacity(keys.len());
         let mut offset = 0;
@@ -139,7 +151,12 @@ impl<T: Scalar> DynTensor<T> {
             charge,
             blocks,
             index,
-            data: vec![T::zero(); offset],
+            data: if alloc {
+                vec![T::zero(); offset]
+            } else {
+                Vec::new()
+            },
+            fp: Default::default(),
         }
     }
 
@@ -198,6 +215,51 @@ impl<T: Scalar> DynTensor<T> {
             blocks,
             data,
         ))
+    }
+
+    /// The structure alone (legs, charge, blocks, layouts) with no buffer: for planning only.
+    pub(crate) fn skeleton(&self) -> Self {
+        Self::skeleton_from(
+            self.legs.clone(),
+            self.symmetry.clone(),
+            self.charge.clone(),
+            self.blocks.clone(),
+        )
+    }
+
+    /// A structure-only tensor from blocks with layouts.
+    pub(crate) fn skeleton_from(
+        legs: Vec<Leg>,
+        symmetry: Symmetry,
+        charge: Charge,
+        blocks: Vec<Block>,
+    ) -> Self {
+        let index = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.key.clone(), i))
+            .collect();
+        DynTensor {
+            legs,
+            symmetry,
+            charge,
+            blocks,
+            index,
+            data: Vec::new(),
+            fp: Default::default(),
+        }
+    }
+
+    /// A structure-only tensor from sorted keys, blocks row-major.
+    pub(crate) fn skeleton_keys(
+        legs: Vec<Leg>,
+        symmetry: Symmetry,
+        charge: Charge,
+        keys: Vec<BlockKey>,
+    ) -> Self {
+        let mut t = Self::from_valid_keys_sized(legs, symmetry, charge, keys, false);
+        t.data = Vec::new();
+        t
     }
 
     /// Same structure (legs, charge, blocks, layouts), all elements zero.
@@ -318,6 +380,7 @@ impl<T: Scalar> DynTensor<T> {
             *l = l.dual();
         }
         t.charge = self.symmetry.neg(&self.charge);
+        t.fp = Default::default();
         if T::IS_COMPLEX {
             t.data.iter_mut().for_each(|x| *x = x.conj());
         }
@@ -364,7 +427,36 @@ impl<T: Scalar> DynTensor<T> {
             blocks,
             index,
             data,
+            fp: Default::default(),
         }
+    }
+
+    /// A fingerprint of the structure: element type, legs (spaces, kinds, flows), charge, block
+    /// keys and layouts. Equal structures give equal fingerprints; computed once per tensor.
+    pub fn structure_fingerprint(&self) -> u64 {
+        *self.fp.get_or_init(|| {
+            let mut h = crate::plan::cache::Fx::default();
+            h.write(crate::plan::cache::type_tag::<T>());
+            h.write(self.legs.len() as u64);
+            for l in &self.legs {
+                h.write(l.space.fingerprint());
+                h.write(l.flow.sign() as u64);
+            }
+            for &q in self.charge.values() {
+                h.write(q as u64);
+            }
+            h.write(self.blocks.len() as u64);
+            for b in &self.blocks {
+                for &k in b.key.iter() {
+                    h.write(k as u64);
+                }
+                for &st in &b.layout.strides {
+                    h.write(st as u64);
+                }
+                h.write(b.layout.offset as u64);
+            }
+            h.finish()
+        })
     }
 
     /// Whether every leg, the charge and the stored blocks equal `other`'s (values not compared).

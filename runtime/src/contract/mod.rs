@@ -5,6 +5,6 @@ pub mod network;
 pub mod pairs;
 pub mod pairwise;
 
-pub use network::{check_operands, contract_dyn, Executor, RunStats};
+pub use network::{check_operands, contract_dyn, contract_planned, Executor, RunStats};
 pub use pairs::{enumerate, geometry, Conj, Geometry, PairGemm, PairList, Src, StepDesc};
 pub use pairwise::{permute, run_pairwise, StepStats};

@@ -4,10 +4,13 @@ use super::pairs::{enumerate, geometry, Conj, Src, StepDesc};
 use super::pairwise::{permute, run_pairwise, StepStats};
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
+use crate::plan::cache::spec_fingerprint;
+use crate::plan::{execute, Plan, PlanCache, PlanOptions};
 use crate::scalar::Scalar;
 use crate::spec::{ContractionSpec, Tree};
 use crate::symmetry::{same_space, Flow, SpaceKind};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Which executor runs the pairwise steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,6 +171,64 @@ fn eff_flow(f: Flow, conj: bool) -> Flow {
     }
 }
 
+/// The step contracting two partial results by their labels: shared labels are contracted;
+/// the output is `root_out` (the last step) or the left's free labels then the right's.
+pub(crate) fn step_desc(
+    ll: &[usize],
+    lc: Conj,
+    rl: &[usize],
+    rc: Conj,
+    root_out: Option<&[usize]>,
+    names: &[String],
+) -> (StepDesc, Vec<usize>) {
+    let mut contracted = Vec::new();
+    let mut cnames = Vec::new();
+    for (i, la) in ll.iter().enumerate() {
+        if let Some(j) = rl.iter().position(|x| x == la) {
+            contracted.push((i, j));
+            cnames.push(names.get(*la).cloned().unwrap_or_else(|| la.to_string()));
+        }
+    }
+    let out_labels: Vec<usize> = match root_out {
+        Some(o) => o.to_vec(),
+        None => {
+            let mut v: Vec<usize> = ll.iter().filter(|x| !rl.contains(x)).copied().collect();
+            v.extend(rl.iter().filter(|x| !ll.contains(x)));
+            v
+        }
+    };
+    let src_of = |lab: usize| -> Src {
+        match ll.iter().position(|&x| x == lab) {
+            Some(i) => Src::A(i),
+            None => Src::B(rl.iter().position(|&x| x == lab).expect("label present")),
+        }
+    };
+    let desc = StepDesc {
+        contracted,
+        out: out_labels.iter().map(|&l| src_of(l)).collect(),
+        conj_a: lc,
+        conj_b: rc,
+        names: cnames,
+    };
+    (desc, out_labels)
+}
+
+/// Contracts with the coalescing planner: the plan comes from `cache` (planned on a miss),
+/// then runs on the CPU executor with `threads` threads.
+pub fn contract_planned<T: Scalar>(
+    spec: &ContractionSpec,
+    spec_fp: u64,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    cache: &PlanCache,
+    options: &PlanOptions,
+    threads: usize,
+) -> Result<(DynTensor<T>, RunStats, Arc<Plan>)> {
+    let plan = cache.get_or_plan(spec, spec_fp, ops, options)?;
+    let (t, stats, _) = execute(&plan, ops, alpha, threads, None);
+    Ok((t, stats, plan))
+}
+
 struct Partial<'a, T: Clone> {
     t: Cow<'a, DynTensor<T>>,
     labels: Vec<usize>,
@@ -181,6 +242,19 @@ pub fn contract_dyn<T: Scalar>(
     alpha: T,
     exec: Executor,
 ) -> Result<(DynTensor<T>, RunStats)> {
+    if exec == Executor::Planned {
+        static CACHE: PlanCache = PlanCache::new();
+        let (t, stats, _) = contract_planned(
+            spec,
+            spec_fingerprint(spec),
+            ops,
+            alpha,
+            &CACHE,
+            &PlanOptions::default(),
+            1,
+        )?;
+        return Ok((t, stats));
+    }
     spec.validate()?;
     check_operands(spec, ops)?;
     if exec == Executor::Dense {
@@ -231,45 +305,15 @@ fn eval<'a, T: Scalar>(
     };
     let pl = eval(l, spec, ops, None, alpha, exec, stats)?;
     let pr = eval(r, spec, ops, None, alpha, exec, stats)?;
-    let mut contracted = Vec::new();
-    let mut names = Vec::new();
-    for (i, la) in pl.labels.iter().enumerate() {
-        if let Some(j) = pr.labels.iter().position(|x| x == la) {
-            contracted.push((i, j));
-            names.push(spec.labels[*la].clone());
-        }
-    }
-    let src_of = |lab: usize| -> Src {
-        match pl.labels.iter().position(|&x| x == lab) {
-            Some(i) => Src::A(i),
-            None => Src::B(
-                pr.labels
-                    .iter()
-                    .position(|&x| x == lab)
-                    .expect("label present"),
-            ),
-        }
-    };
-    let (out_labels, step_alpha): (Vec<usize>, T) = match root_out {
-        Some(o) => (o.to_vec(), alpha),
-        None => {
-            let mut v: Vec<usize> = pl
-                .labels
-                .iter()
-                .filter(|x| !pr.labels.contains(x))
-                .copied()
-                .collect();
-            v.extend(pr.labels.iter().filter(|x| !pl.labels.contains(x)));
-            (v, T::one())
-        }
-    };
-    let desc = StepDesc {
-        contracted,
-        out: out_labels.iter().map(|&l| src_of(l)).collect(),
-        conj_a: pl.conj,
-        conj_b: pr.conj,
-        names,
-    };
+    let (desc, out_labels) = step_desc(
+        &pl.labels,
+        pl.conj,
+        &pr.labels,
+        pr.conj,
+        root_out,
+        &spec.labels,
+    );
+    let step_alpha = if root_out.is_some() { alpha } else { T::one() };
     let g = geometry(&pl.t, &pr.t, &desc)?;
     let list = enumerate(&pl.t, &pr.t, &g);
     stats.flops += list.pairs.iter().map(|p| p.flops()).sum::<f64>();

@@ -202,6 +202,7 @@ pub struct Space {
     kind: SpaceKind,
     offsets: Vec<usize>,
     lookup: HashMap<Charge, usize>,
+    fp: u64,
 }
 
 impl PartialEq for Space {
@@ -243,12 +244,27 @@ impl Space {
             offsets.push(acc);
             acc += s.dim;
         }
+        let mut h = crate::plan::cache::Fx::default();
+        for k in symmetry.kinds() {
+            h.write(match k {
+                ChargeKind::U1 => u64::MAX,
+                ChargeKind::Zn(n) => *n as u64,
+            });
+        }
+        h.write(kind as u64);
+        for s in &out {
+            h.write(s.dim as u64);
+            for &q in s.charge.values() {
+                h.write(q as u64);
+            }
+        }
         Ok(Space {
             symmetry: symmetry.clone(),
             sectors: out,
             kind,
             offsets,
             lookup,
+            fp: h.finish(),
         })
     }
     /// A block space.
@@ -258,6 +274,10 @@ impl Space {
     /// A local space.
     pub fn local(symmetry: &Symmetry, sectors: &[(Vec<i64>, usize)]) -> Result<Self> {
         Self::new(symmetry, sectors, SpaceKind::Local)
+    }
+    /// A fingerprint of symmetry, sectors and kind.
+    pub fn fingerprint(&self) -> u64 {
+        self.fp
     }
     /// The symmetry.
     pub fn symmetry(&self) -> &Symmetry {

@@ -1,0 +1,466 @@
+//! The CPU executor: runs a step plan's groups with faer (sequential inside a group) and the
+//! tiny-GEMM kernel, packing where the plan says so, with rayon across hazard-free components.
+
+use super::tiny::tiny_gemm;
+use crate::block::{Block, DynTensor};
+use crate::contract::pairwise::{gemm, MatShape};
+use crate::contract::Conj;
+use crate::plan::cost::TINY_MNK;
+use crate::plan::{Access, Group, GroupKind, Place, StepPlan};
+use crate::scalar::Scalar;
+use crate::view::{strided_copy, CopyMode, Layout};
+use faer::Accum;
+use rayon::prelude::*;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+/// Kernel calls by group kind, as executed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelCounts {
+    /// Calls per [`GroupKind`], in [`GroupKind::ALL`] order.
+    pub by_kind: [usize; 5],
+    /// Block pairs covered.
+    pub pairs: usize,
+}
+
+impl KernelCounts {
+    /// Calls of one kind.
+    pub fn of(&self, k: GroupKind) -> usize {
+        self.by_kind[k as usize]
+    }
+    /// All calls.
+    pub fn total(&self) -> usize {
+        self.by_kind.iter().sum()
+    }
+    /// Adds another count.
+    pub fn add(&mut self, o: &KernelCounts) {
+        for (x, y) in self.by_kind.iter_mut().zip(o.by_kind) {
+            *x += y;
+        }
+        self.pairs += o.pairs;
+    }
+}
+
+struct SharedMut<T>(*mut T);
+
+impl<T> SharedMut<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+// SAFETY: groups in different components write disjoint output blocks (plan invariant),
+// so concurrent writes through this pointer never touch the same element.
+unsafe impl<T: Send> Send for SharedMut<T> {}
+// SAFETY: as above.
+unsafe impl<T: Send> Sync for SharedMut<T> {}
+
+fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
+    static POOLS: OnceLock<Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>> = OnceLock::new();
+    let pools = POOLS.get_or_init(|| Mutex::new(Vec::new()));
+    let mut g = pools.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = g.iter().find(|(n, _)| *n == threads) {
+        return p.clone();
+    }
+    let p = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("building a rayon pool"),
+    );
+    g.push((threads, p.clone()));
+    p
+}
+
+/// Runs one planned step: a fresh output in the planned layout, every group executed.
+/// With `times`, each group's wall time is recorded (sequentially) for `explain`.
+pub fn run_step<T: Scalar>(
+    sp: &StepPlan,
+    a: &DynTensor<T>,
+    b: &DynTensor<T>,
+    alpha: T,
+    threads: usize,
+    mut times: Option<&mut Vec<f64>>,
+) -> (DynTensor<T>, KernelCounts) {
+    let g = &sp.geometry;
+    let blocks: Vec<Block> = sp
+        .out_keys
+        .iter()
+        .zip(&sp.out_layouts)
+        .map(|(k, l)| Block {
+            key: k.clone(),
+            layout: l.clone(),
+        })
+        .collect();
+    let mut data = vec![T::zero(); sp.out_len];
+    let out = SharedMut(data.as_mut_ptr());
+    let mut counts = KernelCounts::default();
+    for gr in &sp.groups {
+        counts.by_kind[gr.kind as usize] += gr.kernel_calls();
+        counts.pairs += gr.pairs.len();
+    }
+    let ctx = Ctx {
+        sp,
+        a,
+        b,
+        out_layouts: &sp.out_layouts,
+        alpha,
+    };
+    if threads > 1 && sp.components.len() > 1 && times.is_none() {
+        pool(threads).install(|| {
+            sp.components
+                .par_iter()
+                .for_each_init(Vec::new, |scratch, comp| {
+                    for &gi in comp {
+                        // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
+                        unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), scratch) };
+                    }
+                });
+        });
+    } else {
+        let mut scratch = Vec::with_capacity(sp.scratch_elems);
+        for gr in &sp.groups {
+            let t0 = Instant::now();
+            // SAFETY: `out` holds `out_len` elements and no other thread writes it.
+            unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
+            if let Some(t) = times.as_deref_mut() {
+                t.push(t0.elapsed().as_secs_f64());
+            }
+        }
+    }
+    let t = DynTensor::from_parts(
+        g.out_legs.clone(),
+        g.symmetry.clone(),
+        g.out_charge.clone(),
+        blocks,
+        data,
+    );
+    (t, counts)
+}
+
+struct Ctx<'a, T> {
+    sp: &'a StepPlan,
+    a: &'a DynTensor<T>,
+    b: &'a DynTensor<T>,
+    out_layouts: &'a [Layout],
+    alpha: T,
+}
+
+/// Strides of a block's axes laid into a matrix with row stride `rs` (rows then columns).
+fn matrix_strides(l: &Layout, rows: &[usize], cols: &[usize], rs: isize) -> Vec<isize> {
+    let mut s = Vec::with_capacity(rows.len() + cols.len());
+    let mut acc = rs;
+    let mut rstr = vec![0isize; rows.len()];
+    for (j, &ax) in rows.iter().enumerate().rev() {
+        rstr[j] = acc;
+        acc *= l.dims[ax] as isize;
+    }
+    s.extend(rstr);
+    let mut acc = 1isize;
+    let mut cstr = vec![0isize; cols.len()];
+    for (j, &ax) in cols.iter().enumerate().rev() {
+        cstr[j] = acc;
+        acc *= l.dims[ax] as isize;
+    }
+    s.extend(cstr);
+    s
+}
+
+/// Copies a block (rows x cols axes) into a matrix at `dst` with row stride `rs`.
+///
+/// # Safety
+/// `src` is the tensor's buffer; `dst` must hold the block's sub-matrix.
+unsafe fn gather<T: Scalar>(
+    src: *const T,
+    l: &Layout,
+    rows: &[usize],
+    cols: &[usize],
+    dst: *mut T,
+    rs: isize,
+) {
+    let axes: Vec<usize> = rows.iter().chain(cols).copied().collect();
+    let p = l.permuted(&axes);
+    if p.is_empty() {
+        return;
+    }
+    let ds = matrix_strides(l, rows, cols, rs);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        strided_copy(
+            &p.dims,
+            src.add(p.offset),
+            &p.strides,
+            dst,
+            &ds,
+            CopyMode::Set,
+        )
+    };
+}
+
+/// Adds a sub-matrix at `src` (row stride `rs`) into a block of the output.
+///
+/// # Safety
+/// `dst` is the output buffer; `src` must hold the block's sub-matrix.
+unsafe fn scatter_add<T: Scalar>(
+    src: *const T,
+    rs: isize,
+    l: &Layout,
+    rows: &[usize],
+    cols: &[usize],
+    dst: *mut T,
+) {
+    let axes: Vec<usize> = rows.iter().chain(cols).copied().collect();
+    let p = l.permuted(&axes);
+    if p.is_empty() {
+        return;
+    }
+    let ss = matrix_strides(l, rows, cols, rs);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        strided_copy(
+            &p.dims,
+            src,
+            &ss,
+            dst.add(p.offset),
+            &p.strides,
+            CopyMode::AddScaled(T::one()),
+        )
+    };
+}
+
+impl<T: Scalar> Ctx<'_, T> {
+    /// # Safety
+    /// `out` is the step's output buffer; no other thread writes the group's blocks.
+    unsafe fn run_group(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
+        // SAFETY: forwarded.
+        unsafe {
+            match gr.kind {
+                GroupKind::Single | GroupKind::Batched => self.run_members(gr, out, scratch),
+                _ => self.run_concat(gr, out, scratch),
+            }
+        }
+    }
+
+    unsafe fn run_members(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
+        let sp = self.sp;
+        let g = &sp.geometry;
+        let (m, n, k) = (gr.m, gr.n, gr.k);
+        scratch.clear();
+        scratch.resize(m * k + k * n + m * n, T::zero());
+        let (sa, rest) = scratch.split_at_mut(m * k);
+        let (sb, sc) = rest.split_at_mut(k * n);
+        let tiny = gr.kind == GroupKind::Batched && m * n * k <= TINY_MNK;
+        for ((pa, pb), pc) in gr.a.iter().zip(&gr.b).zip(&gr.c) {
+            // SAFETY: block offsets and views come from the operands' own layouts.
+            unsafe {
+                let (ap, ash) = self.operand(
+                    self.a,
+                    &sp.a_mats,
+                    &sp.a_offsets,
+                    pa,
+                    &g.a_free,
+                    &g.a_contr,
+                    sa.as_mut_ptr(),
+                );
+                let (bp, bsh) = self.operand(
+                    self.b,
+                    &sp.b_mats,
+                    &sp.b_offsets,
+                    pb,
+                    &g.b_contr,
+                    &g.b_free,
+                    sb.as_mut_ptr(),
+                );
+                let cl = &self.out_layouts[pc.block as usize];
+                let (cp, csh, direct) = match sp.c_mats[pc.block as usize] {
+                    Some(s) => (out.add(cl.offset), s, true),
+                    None => {
+                        sc.iter_mut().for_each(|x| *x = T::zero());
+                        (
+                            sc.as_mut_ptr(),
+                            MatShape {
+                                m,
+                                rs: n as isize,
+                                n,
+                                cs: 1,
+                            },
+                            false,
+                        )
+                    }
+                };
+                if tiny {
+                    tiny_gemm(cp, csh, ap, ash, g.conj.0, bp, bsh, g.conj.1, self.alpha);
+                } else {
+                    gemm(
+                        cp,
+                        csh,
+                        Accum::Add,
+                        ap,
+                        ash,
+                        g.conj.0,
+                        bp,
+                        bsh,
+                        g.conj.1,
+                        self.alpha,
+                    );
+                }
+                if !direct {
+                    scatter_add(sc.as_ptr(), n as isize, cl, &g.c_rows, &g.c_cols, out);
+                }
+            }
+        }
+    }
+
+    /// A member operand: its block in place, or transposed into `buf`.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn operand(
+        &self,
+        t: &DynTensor<T>,
+        mats: &[Option<MatShape>],
+        offsets: &[usize],
+        p: &Place,
+        rows: &[usize],
+        cols: &[usize],
+        buf: *mut T,
+    ) -> (*const T, MatShape) {
+        let i = p.block as usize;
+        match mats[i] {
+            // SAFETY: the block's offset lies in the tensor's buffer.
+            Some(s) => (unsafe { t.data().as_ptr().add(offsets[i]) }, s),
+            None => {
+                let l = &t.blocks()[i].layout;
+                let mm: usize = rows.iter().map(|&r| l.dims[r]).product();
+                let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
+                // SAFETY: `buf` holds at least mm * nn elements (scratch sized by the group).
+                unsafe { gather(t.data().as_ptr(), l, rows, cols, buf, nn as isize) };
+                (
+                    buf as *const T,
+                    MatShape {
+                        m: mm,
+                        rs: nn as isize,
+                        n: nn,
+                        cs: 1,
+                    },
+                )
+            }
+        }
+    }
+
+    unsafe fn run_concat(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
+        let sp = self.sp;
+        let g = &sp.geometry;
+        let (m, n, k) = (gr.m, gr.n, gr.k);
+        let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
+        let (la, lb, lc) = (
+            need(&gr.a_access, m * k),
+            need(&gr.b_access, k * n),
+            need(&gr.c_access, m * n),
+        );
+        scratch.clear();
+        scratch.resize(la + lb + lc, T::zero());
+        let (sa, rest) = scratch.split_at_mut(la);
+        let (sb, sc) = rest.split_at_mut(lb);
+        // SAFETY: places lie inside the group's matrices; blocks inside their buffers.
+        unsafe {
+            let (ap, ash) = match gr.a_access {
+                Access::Direct(s, base) => (self.a.data().as_ptr().add(base), s),
+                Access::Packed => {
+                    for p in &gr.a {
+                        let dst = sa.as_mut_ptr().add(p.row * k + p.col);
+                        gather(
+                            self.a.data().as_ptr(),
+                            &self.a.blocks()[p.block as usize].layout,
+                            &g.a_free,
+                            &g.a_contr,
+                            dst,
+                            k as isize,
+                        );
+                    }
+                    (
+                        sa.as_ptr(),
+                        MatShape {
+                            m,
+                            rs: k as isize,
+                            n: k,
+                            cs: 1,
+                        },
+                    )
+                }
+            };
+            let (bp, bsh) = match gr.b_access {
+                Access::Direct(s, base) => (self.b.data().as_ptr().add(base), s),
+                Access::Packed => {
+                    for p in &gr.b {
+                        let dst = sb.as_mut_ptr().add(p.row * n + p.col);
+                        gather(
+                            self.b.data().as_ptr(),
+                            &self.b.blocks()[p.block as usize].layout,
+                            &g.b_contr,
+                            &g.b_free,
+                            dst,
+                            n as isize,
+                        );
+                    }
+                    (
+                        sb.as_ptr(),
+                        MatShape {
+                            m: k,
+                            rs: n as isize,
+                            n,
+                            cs: 1,
+                        },
+                    )
+                }
+            };
+            match gr.c_access {
+                Access::Direct(s, base) => gemm(
+                    out.add(base),
+                    s,
+                    Accum::Add,
+                    ap,
+                    ash,
+                    g.conj.0,
+                    bp,
+                    bsh,
+                    g.conj.1,
+                    self.alpha,
+                ),
+                Access::Packed => {
+                    let csh = MatShape {
+                        m,
+                        rs: n as isize,
+                        n,
+                        cs: 1,
+                    };
+                    gemm(
+                        sc.as_mut_ptr(),
+                        csh,
+                        Accum::Replace,
+                        ap,
+                        ash,
+                        g.conj.0,
+                        bp,
+                        bsh,
+                        g.conj.1,
+                        self.alpha,
+                    );
+                    for p in &gr.c {
+                        let src = sc.as_ptr().add(p.row * n + p.col);
+                        scatter_add(
+                            src,
+                            n as isize,
+                            &self.out_layouts[p.block as usize],
+                            &g.c_rows,
+                            &g.c_cols,
+                            out,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Conjugation flags of a step, re-exported for lowering code.
+pub fn step_conj(sp: &StepPlan) -> (Conj, Conj) {
+    sp.geometry.conj
+}

@@ -1,0 +1,50 @@
+//! A GEMM kernel for tiny shapes, where a library call's fixed cost dominates.
+
+use crate::contract::pairwise::MatShape;
+use crate::contract::Conj;
+use crate::scalar::Scalar;
+
+/// `C += alpha * op(A) * op(B)` by a plain triple loop; for `m*n*k` up to a few hundred.
+///
+/// # Safety
+/// The three views must lie inside live buffers; `c` must not alias `a` or `b`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub unsafe fn tiny_gemm<T: Scalar>(
+    c: *mut T,
+    cs: MatShape,
+    a: *const T,
+    ash: MatShape,
+    conj_a: Conj,
+    b: *const T,
+    bsh: MatShape,
+    conj_b: Conj,
+    alpha: T,
+) {
+    let (m, n, k) = (cs.m, cs.n, ash.n);
+    for i in 0..m as isize {
+        for j in 0..n as isize {
+            let mut acc = T::zero();
+            for p in 0..k as isize {
+                // SAFETY: indices are inside the views the caller vouches for.
+                let (mut x, mut y) = unsafe {
+                    (
+                        *a.offset(i * ash.rs + p * ash.cs),
+                        *b.offset(p * bsh.rs + j * bsh.cs),
+                    )
+                };
+                if conj_a == Conj::Yes {
+                    x = x.conj();
+                }
+                if conj_b == Conj::Yes {
+                    y = y.conj();
+                }
+                acc += x * y;
+            }
+            // SAFETY: as above, for `c`.
+            unsafe {
+                *c.offset(i * cs.rs + j * cs.cs) += alpha * acc;
+            }
+        }
+    }
+}

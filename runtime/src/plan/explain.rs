@@ -1,0 +1,84 @@
+//! `Plan::explain`: which GEMMs a contraction issues, how they were grouped, and why.
+
+use super::{GroupKind, Plan};
+use std::fmt::Write;
+
+impl Plan {
+    /// The plan as text: per step and group, kind, members, shape, flops, wasted flops, packed
+    /// bytes, predicted time and the cost model's reason; a summary line.
+    pub fn explain(&self) -> String {
+        self.explain_with(None, 8)
+    }
+
+    /// Like [`Self::explain`], with each group's measured time (`measured[step][group]`, seconds)
+    /// and elem_bytes for packed bytes; at most `max_groups` groups printed per step.
+    pub fn explain_with(&self, measured: Option<&[Vec<f64>]>, max_groups: usize) -> String {
+        let mut s = String::new();
+        let m = &self.options.model;
+        let _ = writeln!(
+            s,
+            "plan: {} pair GEMMs -> {} kernel calls in {} steps; {:.3} GFLOP; order {} ({})",
+            self.pair_gemms(),
+            self.kernel_calls(),
+            self.steps.len(),
+            self.flops() / 1e9,
+            self.steps.last().map_or("-".into(), |st| st.name.clone()),
+            if self.order_given {
+                "given"
+            } else {
+                "chosen from sector sizes"
+            }
+        );
+        let _ = writeln!(s, "cost model: {m}");
+        for (si, st) in self.steps.iter().enumerate() {
+            let p = &st.plan;
+            let mut by = [0usize; 5];
+            for g in &p.groups {
+                by[g.kind as usize] += 1;
+            }
+            let kinds: Vec<String> = GroupKind::ALL
+                .iter()
+                .filter(|k| by[**k as usize] > 0)
+                .map(|k| format!("{} {}", by[*k as usize], k))
+                .collect();
+            let _ = writeln!(
+                s,
+                "step {si} {}: {} pairs -> {} calls ({}); predicted {:.2} us; {} independent sets",
+                st.name,
+                p.pairs.len(),
+                p.kernel_calls(),
+                kinds.join(", "),
+                p.predicted_s() * 1e6,
+                p.components.len()
+            );
+            let mut order: Vec<usize> = (0..p.groups.len()).collect();
+            order.sort_by(|&x, &y| p.groups[y].flops.total_cmp(&p.groups[x].flops));
+            for &gi in order.iter().take(max_groups) {
+                let g = &p.groups[gi];
+                let meas = measured
+                    .and_then(|ms| ms.get(si))
+                    .and_then(|v| v.get(gi))
+                    .map_or(String::new(), |t| format!(", measured {:.2} us", t * 1e6));
+                let _ = writeln!(
+                    s,
+                    "  {:<16} {:>4} pairs  {}x{}x{}  {:.3} MFLOP  wasted {:.0}  packed {} elems  predicted {:.2} us{}: {}",
+                    g.kind.name(),
+                    g.pairs.len(),
+                    g.m,
+                    g.n,
+                    g.k,
+                    g.flops / 1e6,
+                    g.wasted_flops,
+                    g.packed_elems,
+                    g.predicted_s * 1e6,
+                    meas,
+                    g.reason
+                );
+            }
+            if p.groups.len() > max_groups {
+                let _ = writeln!(s, "  ... {} more groups", p.groups.len() - max_groups);
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,120 @@
+//! Groups: the plan's nodes. Each group is one kernel call covering one or more block pairs.
+
+use crate::contract::pairwise::MatShape;
+use std::fmt;
+
+/// How a group's block pairs become kernel calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GroupKind {
+    /// One block pair, one GEMM.
+    Single,
+    /// Same-shape pairs, one batched call (strided or pointer-array batched on a GPU).
+    Batched,
+    /// One contracted block key; the A blocks sharing it are stacked as rows and the B blocks
+    /// sharing it as columns: one taller (and wider) GEMM. Every output tile is a real block.
+    FreeAxis,
+    /// One output block; its contributing pairs concatenated along k: one wider-K GEMM.
+    ContractionAxis,
+    /// A whole coupled sector whose rows x inner x columns are all populated: one dense GEMM.
+    Rectangle,
+}
+
+impl GroupKind {
+    /// Lower-case name for printing.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupKind::Single => "single",
+            GroupKind::Batched => "batched",
+            GroupKind::FreeAxis => "free-axis",
+            GroupKind::ContractionAxis => "contraction-axis",
+            GroupKind::Rectangle => "rectangle",
+        }
+    }
+    /// Every kind.
+    pub const ALL: [GroupKind; 5] = [
+        GroupKind::Single,
+        GroupKind::Batched,
+        GroupKind::FreeAxis,
+        GroupKind::ContractionAxis,
+        GroupKind::Rectangle,
+    ];
+}
+
+impl fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a kernel reaches one operand of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Zero-copy: the group's blocks already form one strided matrix in the tensor's buffer.
+    Direct(MatShape, usize),
+    /// Gathered into (or, for the output, scattered from) a contiguous scratch matrix.
+    Packed,
+}
+
+impl Access {
+    /// Whether this access needs a copy.
+    pub fn is_packed(&self) -> bool {
+        matches!(self, Access::Packed)
+    }
+}
+
+/// Where a block sits in a group's matrix: block position and its row/column offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// Block position in its tensor.
+    pub block: u32,
+    /// First row in the group's matrix.
+    pub row: usize,
+    /// First column in the group's matrix.
+    pub col: usize,
+}
+
+/// One node of a step's plan.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The kind.
+    pub kind: GroupKind,
+    /// The block pairs it covers (positions in the step's pair list).
+    pub pairs: Vec<u32>,
+    /// Rows of the (concatenated) GEMM; for `Batched`, of each member.
+    pub m: usize,
+    /// Columns.
+    pub n: usize,
+    /// Inner dimension.
+    pub k: usize,
+    /// A blocks and their places in the `m x k` matrix (concatenating kinds), or one per member.
+    pub a: Vec<Place>,
+    /// B blocks in the `k x n` matrix.
+    pub b: Vec<Place>,
+    /// Output blocks in the `m x n` matrix.
+    pub c: Vec<Place>,
+    /// How A is reached (concatenating kinds; per member otherwise).
+    pub a_access: Access,
+    /// How B is reached.
+    pub b_access: Access,
+    /// How the output is reached.
+    pub c_access: Access,
+    /// Useful flops.
+    pub flops: f64,
+    /// Flops spent on structural zeros (zero by construction for every kind).
+    pub wasted_flops: f64,
+    /// Elements gathered or scattered.
+    pub packed_elems: usize,
+    /// Predicted time of this group, seconds.
+    pub predicted_s: f64,
+    /// Predicted time of its pairs as separate GEMMs, seconds.
+    pub uncoalesced_s: f64,
+    /// Why the cost model chose it.
+    pub reason: String,
+}
+
+impl Group {
+    /// Kernel calls this group issues (one for every kind).
+    pub fn kernel_calls(&self) -> usize {
+        1
+    }
+}

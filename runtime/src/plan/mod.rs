@@ -1,0 +1,331 @@
+//! The coalescing planner: block pairs -> groups (single, batched, free-axis, contraction-axis,
+//! rectangle) by a calibrated cost model; output layouts; the pairwise order; a plan cache.
+
+pub mod cache;
+pub mod cost;
+mod explain;
+pub mod group;
+pub mod step;
+
+pub use cache::{fingerprint, PlanCache};
+pub use cost::CostModel;
+pub use group::{Access, Group, GroupKind, Place};
+pub use step::{plan_step, PlanOptions, Policy, StepPlan};
+
+use crate::block::{Block, DynTensor};
+use crate::contract::network::{check_operands, step_desc};
+use crate::contract::pairs::{enumerate, geometry, Conj};
+use crate::contract::pairwise::{permute, StepStats};
+use crate::contract::RunStats;
+use crate::error::Result;
+use crate::exec::{run_step, KernelCounts};
+use crate::scalar::Scalar;
+use crate::spec::{ContractionSpec, Tree};
+use std::time::Instant;
+
+/// Where a step's operand comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// An operand of the contraction.
+    Operand(usize),
+    /// The result of an earlier step.
+    Step(usize),
+}
+
+/// One step of a network plan.
+#[derive(Debug, Clone)]
+pub struct PlannedStep {
+    /// The step's plan.
+    pub plan: StepPlan,
+    /// Left input.
+    pub left: Input,
+    /// Right input.
+    pub right: Input,
+    /// `(a*b)`-style name.
+    pub name: String,
+    /// Labels of the step's output legs.
+    pub labels: Vec<usize>,
+}
+
+/// The plan of a whole contraction: its pairwise steps in execution order.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The steps.
+    pub steps: Vec<PlannedStep>,
+    /// The pairwise order used.
+    pub tree: Tree,
+    /// Whether the order came from the user (parentheses, a workload's `order`).
+    pub order_given: bool,
+    /// For a single operand: the permutation and conjugation that make the result.
+    pub finish: Option<(Vec<usize>, Conj)>,
+    /// Time spent planning, seconds.
+    pub plan_s: f64,
+    /// The options planned with.
+    pub options: PlanOptions,
+}
+
+impl Plan {
+    /// Block-pair GEMMs over all steps.
+    pub fn pair_gemms(&self) -> usize {
+        self.steps.iter().map(|s| s.plan.pairs.len()).sum()
+    }
+    /// Kernel calls over all steps.
+    pub fn kernel_calls(&self) -> usize {
+        self.steps.iter().map(|s| s.plan.kernel_calls()).sum()
+    }
+    /// Useful flops over all steps.
+    pub fn flops(&self) -> f64 {
+        self.steps
+            .iter()
+            .flat_map(|s| s.plan.pairs.iter())
+            .map(|p| p.flops())
+            .sum()
+    }
+    /// Kernel calls per kind.
+    pub fn counts(&self) -> KernelCounts {
+        let mut c = KernelCounts::default();
+        for s in &self.steps {
+            for g in &s.plan.groups {
+                c.by_kind[g.kind as usize] += g.kernel_calls();
+                c.pairs += g.pairs.len();
+            }
+        }
+        c
+    }
+}
+
+struct Partial<T: Scalar> {
+    skel: DynTensor<T>,
+    labels: Vec<usize>,
+    conj: Conj,
+    input: Input,
+    name: String,
+}
+
+/// Plans `spec` on the operands' block structure (values are not read).
+pub fn build_plan<T: Scalar>(
+    spec: &ContractionSpec,
+    ops: &[&DynTensor<T>],
+    options: &PlanOptions,
+) -> Result<Plan> {
+    let t0 = Instant::now();
+    spec.validate()?;
+    check_operands(spec, ops)?;
+    let mut parts: Vec<Option<Partial<T>>> = spec
+        .operands
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            Some(Partial {
+                skel: ops[i].skeleton(),
+                labels: o.indices.iter().map(|x| x.label).collect(),
+                conj: Conj::from_bool(o.conj),
+                input: Input::Operand(i),
+                name: o.name.clone(),
+            })
+        })
+        .collect();
+    let out_labels: Vec<usize> = spec.output.iter().map(|i| i.label).collect();
+    let (tree, order_given) = match &spec.tree {
+        Some(t) => (t.clone(), true),
+        None => (choose_order(&parts, &out_labels, &spec.labels)?, false),
+    };
+    let mut steps = Vec::new();
+    let root = walk(
+        &tree,
+        &mut parts,
+        &mut steps,
+        Some(&out_labels),
+        options,
+        &spec.labels,
+    )?;
+    let finish = if steps.is_empty() {
+        let perm = out_labels
+            .iter()
+            .map(|l| {
+                root.labels
+                    .iter()
+                    .position(|x| x == l)
+                    .expect("validated labels")
+            })
+            .collect();
+        Some((perm, root.conj))
+    } else {
+        None
+    };
+    Ok(Plan {
+        steps,
+        tree,
+        order_given,
+        finish,
+        plan_s: t0.elapsed().as_secs_f64(),
+        options: *options,
+    })
+}
+
+fn walk<T: Scalar>(
+    tree: &Tree,
+    parts: &mut [Option<Partial<T>>],
+    steps: &mut Vec<PlannedStep>,
+    root_out: Option<&[usize]>,
+    options: &PlanOptions,
+    names: &[String],
+) -> Result<Partial<T>> {
+    match tree {
+        Tree::Leaf(i) => Ok(parts[*i].take().expect("each operand once (validated)")),
+        Tree::Node(l, r) => {
+            let pl = walk(l, parts, steps, None, options, names)?;
+            let pr = walk(r, parts, steps, None, options, names)?;
+            let (desc, labels) =
+                step_desc(&pl.labels, pl.conj, &pr.labels, pr.conj, root_out, names);
+            let plan = plan_step(&pl.skel, &pr.skel, &desc, options)?;
+            let skel = DynTensor::<T>::skeleton_from(
+                plan.geometry.out_legs.clone(),
+                plan.geometry.symmetry.clone(),
+                plan.geometry.out_charge.clone(),
+                plan.out_keys
+                    .iter()
+                    .zip(&plan.out_layouts)
+                    .map(|(k, l)| Block {
+                        key: k.clone(),
+                        layout: l.clone(),
+                    })
+                    .collect(),
+            );
+            let name = format!("({}*{})", pl.name, pr.name);
+            steps.push(PlannedStep {
+                plan,
+                left: pl.input,
+                right: pr.input,
+                name: name.clone(),
+                labels: labels.clone(),
+            });
+            Ok(Partial {
+                skel,
+                labels,
+                conj: Conj::No,
+                input: Input::Step(steps.len() - 1),
+                name,
+            })
+        }
+    }
+}
+
+/// Greedy pairwise order from the real block structure: repeatedly contract the pair that
+/// shares an index (any pair if none does) with the fewest flops, then the smallest result.
+fn choose_order<T: Scalar>(
+    parts: &[Option<Partial<T>>],
+    out_labels: &[usize],
+    names: &[String],
+) -> Result<Tree> {
+    let mut live: Vec<(Tree, DynTensor<T>, Vec<usize>, Conj)> = parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let p = p.as_ref().expect("fresh");
+            (Tree::Leaf(i), p.skel.clone(), p.labels.clone(), p.conj)
+        })
+        .collect();
+    while live.len() > 1 {
+        let shares = |x: &[usize], y: &[usize]| x.iter().any(|l| y.contains(l));
+        let any_shared =
+            (0..live.len()).any(|i| (i + 1..live.len()).any(|j| shares(&live[i].2, &live[j].2)));
+        let mut best: Option<(f64, usize, usize, usize, DynTensor<T>, Vec<usize>)> = None;
+        for i in 0..live.len() {
+            for j in i + 1..live.len() {
+                if any_shared && !shares(&live[i].2, &live[j].2) {
+                    continue;
+                }
+                let root = (live.len() == 2).then_some(out_labels);
+                let (desc, labels) =
+                    step_desc(&live[i].2, live[i].3, &live[j].2, live[j].3, root, names);
+                let g = geometry(&live[i].1, &live[j].1, &desc)?;
+                let list = enumerate(&live[i].1, &live[j].1, &g);
+                let flops: f64 = list.pairs.iter().map(|p| p.flops()).sum();
+                let skel = DynTensor::<T>::skeleton_keys(
+                    g.out_legs.clone(),
+                    g.symmetry.clone(),
+                    g.out_charge.clone(),
+                    list.out_keys,
+                );
+                let size = skel.blocks().iter().map(|b| b.layout.len()).sum::<usize>();
+                if best.as_ref().is_none_or(|b| (flops, size) < (b.0, b.1)) {
+                    best = Some((flops, size, i, j, skel, labels));
+                }
+            }
+        }
+        let (_, _, i, j, skel, labels) = best.expect("at least one pair");
+        let right = live.remove(j);
+        let left = live.remove(i);
+        live.push((
+            Tree::Node(Box::new(left.0), Box::new(right.0)),
+            skel,
+            labels,
+            Conj::No,
+        ));
+    }
+    Ok(live.pop().expect("one").0)
+}
+
+/// Runs a plan on operands of the structure it was planned for.
+/// `times`, when given, receives each group's wall time per step (sequential execution).
+pub fn execute<T: Scalar>(
+    plan: &Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    mut times: Option<&mut Vec<Vec<f64>>>,
+) -> (DynTensor<T>, RunStats, KernelCounts) {
+    if let Some((perm, conj)) = &plan.finish {
+        return (
+            permute(ops[0], perm, *conj, alpha),
+            RunStats::default(),
+            KernelCounts::default(),
+        );
+    }
+    let mut results: Vec<Option<DynTensor<T>>> = (0..plan.steps.len()).map(|_| None).collect();
+    let mut stats = RunStats::default();
+    let mut counts = KernelCounts::default();
+    let last = plan.steps.len() - 1;
+    for (i, st) in plan.steps.iter().enumerate() {
+        let take = |inp: Input, results: &mut Vec<Option<DynTensor<T>>>| -> Option<DynTensor<T>> {
+            match inp {
+                Input::Step(j) => results[j].take(),
+                Input::Operand(_) => None,
+            }
+        };
+        let lo = take(st.left, &mut results);
+        let ro = take(st.right, &mut results);
+        let pick = |inp: Input, owned: &Option<DynTensor<T>>| -> *const DynTensor<T> {
+            match inp {
+                Input::Operand(k) => ops[k] as *const _,
+                Input::Step(_) => owned.as_ref().expect("an earlier step's result") as *const _,
+            }
+        };
+        // SAFETY: the pointers refer to `ops` or to `lo`/`ro`, alive until the step ends.
+        let (a, b) = unsafe { (&*pick(st.left, &lo), &*pick(st.right, &ro)) };
+        let step_alpha = if i == last { alpha } else { T::one() };
+        let mut t = Vec::new();
+        let (out, c) = run_step(
+            &st.plan,
+            a,
+            b,
+            step_alpha,
+            threads,
+            times.is_some().then_some(&mut t),
+        );
+        if let Some(ts) = times.as_deref_mut() {
+            ts.push(t);
+        }
+        stats.flops += st.plan.pairs.iter().map(|p| p.flops()).sum::<f64>();
+        stats.steps.push(StepStats {
+            pair_gemms: st.plan.pairs.len(),
+            kernel_calls: c.total(),
+            transposes: 0,
+        });
+        counts.add(&c);
+        results[i] = Some(out);
+    }
+    let out = results[last].take().expect("the last step's result");
+    (out, stats, counts)
+}
