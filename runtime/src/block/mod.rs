@@ -11,6 +11,7 @@ use crate::scalar::Scalar;
 use crate::symmetry::{Charge, Leg, Symmetry};
 use crate::view::Layout;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Sector positions of a block, one per leg.
 pub type BlockKey = Box<[u32]>;
@@ -30,8 +31,7 @@ pub struct DynTensor<T> {
     legs: Vec<Leg>,
     symmetry: Symmetry,
     charge: Charge,
-    blocks: Vec<Block>,
-    index: HashMap<BlockKey, usize>,
+    st: Arc<BlockIndex>,
     data: Vec<T>,
     /// Fingerprint of the structure (legs, charge, keys, layouts), computed on first use.
     fp: std::sync::OnceLock<u64>,
@@ -53,6 +53,7 @@ impl<T: Scalar> DynTensor<T> {
                 right: legs[l].space.symmetry().to_string(),
             });
         }
+        check_rank(legs.len())?;
         let symmetry = symmetry.clone();
         check_charge(&symmetry, &charge)?;
         let keys = allowed_keys(&legs, &symmetry, &charge);
@@ -65,6 +66,7 @@ impl<T: Scalar> DynTensor<T> {
         charge: Charge,
         blocks: &[Vec<usize>],
     ) -> Result<Self> {
+        check_rank(legs.len())?;
         let symmetry = common_symmetry(&legs)?;
         check_charge(&symmetry, &charge)?;
         let mut keys: Vec<BlockKey> = Vec::with_capacity(blocks.len());
@@ -132,9 +134,8 @@ impl<T: Scalar> DynTensor<T> {
         alloc: bool,
     ) -> Self {
         let mut blocks = Vec::with_capacity(keys.len());
-        let mut index = HashMap::with_capacity(keys.len());
         let mut offset = 0;
-        for (i, key) in keys.into_iter().enumerate() {
+        for key in keys {
             let dims: Vec<usize> = key
                 .iter()
                 .zip(&legs)
@@ -142,15 +143,13 @@ impl<T: Scalar> DynTensor<T> {
                 .collect();
             let layout = Layout::row_major(&dims, offset);
             offset += layout.len();
-            index.insert(key.clone(), i);
             blocks.push(Block { key, layout });
         }
         DynTensor {
             legs,
             symmetry,
             charge,
-            blocks,
-            index,
+            st: Arc::new(BlockIndex::new(blocks)),
             data: if alloc {
                 vec![T::zero(); offset]
             } else {
@@ -174,10 +173,10 @@ impl<T: Scalar> DynTensor<T> {
                 "relayout order {axis_order:?} is not a permutation of 0..{r}"
             )));
         }
-        let mut data = vec![T::zero(); self.blocks.iter().map(|b| b.layout.len()).sum()];
-        let mut blocks = Vec::with_capacity(self.blocks.len());
+        let mut data = vec![T::zero(); self.st.blocks.iter().map(|b| b.layout.len()).sum()];
+        let mut blocks = Vec::with_capacity(self.st.blocks.len());
         let mut offset = 0;
-        for b in &self.blocks {
+        for b in &self.st.blocks {
             let mem_dims: Vec<usize> = axis_order.iter().map(|&a| b.layout.dims[a]).collect();
             let mem_strides = crate::view::row_major_strides(&mem_dims);
             let mut strides = vec![0isize; r];
@@ -223,7 +222,7 @@ impl<T: Scalar> DynTensor<T> {
             self.legs.clone(),
             self.symmetry.clone(),
             self.charge.clone(),
-            self.blocks.clone(),
+            self.st.blocks.clone(),
         )
     }
 
@@ -234,17 +233,11 @@ impl<T: Scalar> DynTensor<T> {
         charge: Charge,
         blocks: Vec<Block>,
     ) -> Self {
-        let index = blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.key.clone(), i))
-            .collect();
         DynTensor {
             legs,
             symmetry,
             charge,
-            blocks,
-            index,
+            st: Arc::new(BlockIndex::new(blocks)),
             data: Vec::new(),
             fp: Default::default(),
         }
@@ -272,12 +265,12 @@ impl<T: Scalar> DynTensor<T> {
     /// Sets every stored element to `f(dense index)`.
     pub fn fill_with(&mut self, mut f: impl FnMut(&[usize]) -> T) {
         let data = &mut self.data;
-        visit_elements(&self.legs, &self.blocks, |idx, addr| data[addr] = f(idx));
+        visit_elements(&self.legs, &self.st.blocks, |idx, addr| data[addr] = f(idx));
     }
 
     /// Calls `f(dense index, value)` for every stored element.
     pub fn for_each_element(&self, mut f: impl FnMut(&[usize], T)) {
-        visit_elements(&self.legs, &self.blocks, |idx, addr| {
+        visit_elements(&self.legs, &self.st.blocks, |idx, addr| {
             f(idx, self.data[addr])
         });
     }
@@ -300,19 +293,23 @@ impl<T: Scalar> DynTensor<T> {
     }
     /// Stored blocks, sorted by key.
     pub fn blocks(&self) -> &[Block] {
-        &self.blocks
+        &self.st.blocks
     }
     /// Number of stored blocks.
     pub fn num_blocks(&self) -> usize {
-        self.blocks.len()
+        self.st.blocks.len()
     }
     /// Position in [`Self::blocks`] of the block with these sector positions.
     pub fn find_block(&self, key: &[u32]) -> Option<usize> {
-        self.index.get(key).copied()
+        self.st.index.get(key).copied()
     }
     /// The whole buffer.
     pub fn data(&self) -> &[T] {
         &self.data
+    }
+    /// Gives up the buffer (for reuse).
+    pub(crate) fn into_data(self) -> Vec<T> {
+        self.data
     }
     /// The whole buffer, mutable.
     pub fn data_mut(&mut self) -> &mut [T] {
@@ -326,7 +323,7 @@ impl<T: Scalar> DynTensor<T> {
     /// Copies block `key` out as a row-major `ndarray`, or `None` if not stored.
     pub fn block_array(&self, key: &[usize]) -> Option<ndarray::ArrayD<T>> {
         let k: Vec<u32> = key.iter().map(|&x| x as u32).collect();
-        let b = &self.blocks[self.find_block(&k)?];
+        let b = &self.st.blocks[self.find_block(&k)?];
         let mut out = ndarray::ArrayD::from_elem(ndarray::IxDyn(&b.layout.dims), T::zero());
         let dst = crate::view::row_major_strides(&b.layout.dims);
         if !b.layout.is_empty() {
@@ -347,7 +344,8 @@ impl<T: Scalar> DynTensor<T> {
 
     /// Frobenius norm over stored elements.
     pub fn norm(&self) -> f64 {
-        self.blocks
+        self.st
+            .blocks
             .iter()
             .map(|b| {
                 let mut s = 0.0;
@@ -398,9 +396,27 @@ impl<T: Scalar> DynTensor<T> {
             &self.legs,
             &self.symmetry,
             &self.charge,
-            &self.blocks,
+            &self.st.blocks,
             &self.data,
         )
+    }
+
+    /// A tensor on a shared block index (planned outputs): no per-block allocation.
+    pub(crate) fn from_shared(
+        legs: Vec<Leg>,
+        symmetry: Symmetry,
+        charge: Charge,
+        st: Arc<BlockIndex>,
+        data: Vec<T>,
+    ) -> Self {
+        DynTensor {
+            legs,
+            symmetry,
+            charge,
+            st,
+            data,
+            fp: Default::default(),
+        }
     }
 
     /// A tensor from explicit parts, validating layouts against the buffer.
@@ -411,11 +427,6 @@ impl<T: Scalar> DynTensor<T> {
         blocks: Vec<Block>,
         data: Vec<T>,
     ) -> Self {
-        let index = blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.key.clone(), i))
-            .collect();
         debug_assert!(blocks.windows(2).all(|w| w[0].key < w[1].key));
         debug_assert!(blocks
             .iter()
@@ -424,8 +435,7 @@ impl<T: Scalar> DynTensor<T> {
             legs,
             symmetry,
             charge,
-            blocks,
-            index,
+            st: Arc::new(BlockIndex::new(blocks)),
             data,
             fp: Default::default(),
         }
@@ -445,16 +455,8 @@ impl<T: Scalar> DynTensor<T> {
             for &q in self.charge.values() {
                 h.write(q as u64);
             }
-            h.write(self.blocks.len() as u64);
-            for b in &self.blocks {
-                for &k in b.key.iter() {
-                    h.write(k as u64);
-                }
-                for &st in &b.layout.strides {
-                    h.write(st as u64);
-                }
-                h.write(b.layout.offset as u64);
-            }
+            h.write(self.st.blocks.len() as u64);
+            h.write(self.st.fingerprint());
             h.finish()
         })
     }
@@ -463,12 +465,55 @@ impl<T: Scalar> DynTensor<T> {
     pub fn same_structure(&self, other: &Self) -> bool {
         self.legs == other.legs
             && self.charge == other.charge
-            && self.blocks.len() == other.blocks.len()
+            && self.st.blocks.len() == other.st.blocks.len()
             && self
+                .st
                 .blocks
                 .iter()
-                .zip(&other.blocks)
+                .zip(&other.st.blocks)
                 .all(|(a, b)| a.key == b.key)
+    }
+}
+
+/// The blocks of a tensor and their lookup by key; shared between tensors of one structure.
+#[derive(Debug)]
+pub struct BlockIndex {
+    blocks: Vec<Block>,
+    index: HashMap<BlockKey, usize>,
+    fp: u64,
+}
+
+impl BlockIndex {
+    /// Indexes blocks (sorted by key, non-overlapping layouts).
+    pub fn new(blocks: Vec<Block>) -> Self {
+        let index = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (b.key.clone(), i))
+            .collect();
+        let mut h = crate::plan::cache::Fx::default();
+        for b in &blocks {
+            for &k in b.key.iter() {
+                h.write(k as u64);
+            }
+            for &st in &b.layout.strides {
+                h.write(st as u64);
+            }
+            h.write(b.layout.offset as u64);
+        }
+        BlockIndex {
+            blocks,
+            index,
+            fp: h.finish(),
+        }
+    }
+    /// The blocks.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+    /// Fingerprint of keys and layouts.
+    pub fn fingerprint(&self) -> u64 {
+        self.fp
     }
 }
 
@@ -520,6 +565,21 @@ pub(crate) fn common_symmetry(legs: &[Leg]) -> Result<Symmetry> {
         }
     }
     Ok(s.clone())
+}
+
+/// Tensors have at most [`crate::view::MAX_RANK`] legs.
+pub(crate) fn check_rank(rank: usize) -> Result<()> {
+    if rank > crate::view::MAX_RANK {
+        return Err(Error::RankMismatch {
+            what: format!(
+                "a tensor (at most {} legs are supported)",
+                crate::view::MAX_RANK
+            ),
+            expected: crate::view::MAX_RANK,
+            found: rank,
+        });
+    }
+    Ok(())
 }
 
 fn check_charge(symmetry: &Symmetry, charge: &Charge) -> Result<()> {

@@ -172,6 +172,7 @@ pub fn geometry<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, d: &StepDesc) -> 
             }
         }
     }
+    crate::block::check_rank(out_legs.len())?;
     if seen_a.iter().chain(&seen_b).any(|x| !x) {
         return Err(Error::InvalidContraction(
             "a free leg of an operand is missing from the output".into(),

@@ -2,13 +2,13 @@
 //! tiny-GEMM kernel, packing where the plan says so, with rayon across hazard-free components.
 
 use super::tiny::tiny_gemm;
-use crate::block::{Block, DynTensor};
+use crate::block::DynTensor;
 use crate::contract::pairwise::{gemm, MatShape};
 use crate::contract::Conj;
 use crate::plan::cost::TINY_MNK;
 use crate::plan::{Access, Group, GroupKind, Place, StepPlan};
 use crate::scalar::Scalar;
-use crate::view::{strided_copy, CopyMode, Layout};
+use crate::view::{strided_copy, CopyMode, Layout, MAX_RANK};
 use faer::Accum;
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -71,7 +71,7 @@ fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
     p
 }
 
-/// Runs one planned step: a fresh output in the planned layout, every group executed.
+/// Runs one planned step into `data` (reused; zeroed and sized here), every group executed.
 /// With `times`, each group's wall time is recorded (sequentially) for `explain`.
 pub fn run_step<T: Scalar>(
     sp: &StepPlan,
@@ -79,19 +79,12 @@ pub fn run_step<T: Scalar>(
     b: &DynTensor<T>,
     alpha: T,
     threads: usize,
+    mut data: Vec<T>,
     mut times: Option<&mut Vec<f64>>,
 ) -> (DynTensor<T>, KernelCounts) {
     let g = &sp.geometry;
-    let blocks: Vec<Block> = sp
-        .out_keys
-        .iter()
-        .zip(&sp.out_layouts)
-        .map(|(k, l)| Block {
-            key: k.clone(),
-            layout: l.clone(),
-        })
-        .collect();
-    let mut data = vec![T::zero(); sp.out_len];
+    data.clear();
+    data.resize(sp.out_len, T::zero());
     let out = SharedMut(data.as_mut_ptr());
     let mut counts = KernelCounts::default();
     for gr in &sp.groups {
@@ -127,11 +120,11 @@ pub fn run_step<T: Scalar>(
             }
         }
     }
-    let t = DynTensor::from_parts(
+    let t = DynTensor::from_shared(
         g.out_legs.clone(),
         g.symmetry.clone(),
         g.out_charge.clone(),
-        blocks,
+        sp.out_index.clone(),
         data,
     );
     (t, counts)
@@ -145,24 +138,42 @@ struct Ctx<'a, T> {
     alpha: T,
 }
 
-/// Strides of a block's axes laid into a matrix with row stride `rs` (rows then columns).
-fn matrix_strides(l: &Layout, rows: &[usize], cols: &[usize], rs: isize) -> Vec<isize> {
-    let mut s = Vec::with_capacity(rows.len() + cols.len());
+/// A block's axes ordered rows then columns: dims, its own strides, and the strides it has
+/// inside a row-major matrix of row stride `rs` — all on the stack.
+#[inline]
+fn matrix_axes(
+    l: &Layout,
+    rows: &[usize],
+    cols: &[usize],
+    rs: isize,
+) -> (
+    usize,
+    [usize; MAX_RANK],
+    [isize; MAX_RANK],
+    [isize; MAX_RANK],
+) {
+    let mut dims = [0usize; MAX_RANK];
+    let mut own = [0isize; MAX_RANK];
+    let mut mat = [0isize; MAX_RANK];
+    let nr = rows.len();
+    let n = nr + cols.len();
     let mut acc = rs;
-    let mut rstr = vec![0isize; rows.len()];
-    for (j, &ax) in rows.iter().enumerate().rev() {
-        rstr[j] = acc;
+    for j in (0..nr).rev() {
+        let ax = rows[j];
+        dims[j] = l.dims[ax];
+        own[j] = l.strides[ax];
+        mat[j] = acc;
         acc *= l.dims[ax] as isize;
     }
-    s.extend(rstr);
     let mut acc = 1isize;
-    let mut cstr = vec![0isize; cols.len()];
-    for (j, &ax) in cols.iter().enumerate().rev() {
-        cstr[j] = acc;
+    for j in (0..cols.len()).rev() {
+        let ax = cols[j];
+        dims[nr + j] = l.dims[ax];
+        own[nr + j] = l.strides[ax];
+        mat[nr + j] = acc;
         acc *= l.dims[ax] as isize;
     }
-    s.extend(cstr);
-    s
+    (n, dims, own, mat)
 }
 
 /// Copies a block (rows x cols axes) into a matrix at `dst` with row stride `rs`.
@@ -177,20 +188,15 @@ unsafe fn gather<T: Scalar>(
     dst: *mut T,
     rs: isize,
 ) {
-    let axes: Vec<usize> = rows.iter().chain(cols).copied().collect();
-    let p = l.permuted(&axes);
-    if p.is_empty() {
-        return;
-    }
-    let ds = matrix_strides(l, rows, cols, rs);
+    let (n, dims, own, mat) = matrix_axes(l, rows, cols, rs);
     // SAFETY: forwarded from the caller.
     unsafe {
         strided_copy(
-            &p.dims,
-            src.add(p.offset),
-            &p.strides,
+            &dims[..n],
+            src.add(l.offset),
+            &own[..n],
             dst,
-            &ds,
+            &mat[..n],
             CopyMode::Set,
         )
     };
@@ -208,20 +214,15 @@ unsafe fn scatter_add<T: Scalar>(
     cols: &[usize],
     dst: *mut T,
 ) {
-    let axes: Vec<usize> = rows.iter().chain(cols).copied().collect();
-    let p = l.permuted(&axes);
-    if p.is_empty() {
-        return;
-    }
-    let ss = matrix_strides(l, rows, cols, rs);
+    let (n, dims, own, mat) = matrix_axes(l, rows, cols, rs);
     // SAFETY: forwarded from the caller.
     unsafe {
         strided_copy(
-            &p.dims,
+            &dims[..n],
             src,
-            &ss,
-            dst.add(p.offset),
-            &p.strides,
+            &mat[..n],
+            dst.add(l.offset),
+            &own[..n],
             CopyMode::AddScaled(T::one()),
         )
     };

@@ -151,19 +151,19 @@ fn measure() -> CostModel {
     });
     let tiny_rate = 2.0 * 64.0 / (t_tiny * 0.8).max(1e-12);
     let tiny_call_s = t_tiny * 0.2;
-    // packing: a strided gather of 256k elements
+    // packing: gathering blocks' rows (32 contiguous elements each) into a matrix of wider rows
     let n = 1 << 18;
     let src = vec![1.0f64; n];
-    let mut dst = vec![0.0f64; n];
+    let mut dst = vec![0.0f64; 2 * n];
     let t_pack = time_per_call(5, || {
-        // SAFETY: both buffers hold n elements; the views are 512 x 512 with in-range strides.
+        // SAFETY: src holds 8192 rows of 32; dst holds 8192 rows of 64.
         unsafe {
             crate::view::strided_copy(
-                &[512, 512],
+                &[8192, 32],
                 src.as_ptr(),
-                &[1, 512],
+                &[32, 1],
                 dst.as_mut_ptr(),
-                &[512, 1],
+                &[64, 1],
                 crate::view::CopyMode::Set,
             );
         }

@@ -21,6 +21,8 @@ use crate::error::Result;
 use crate::exec::{run_step, KernelCounts};
 use crate::scalar::Scalar;
 use crate::spec::{ContractionSpec, Tree};
+use std::any::Any;
+use std::sync::Mutex;
 use std::time::Instant;
 
 /// Where a step's operand comes from.
@@ -62,6 +64,44 @@ pub struct Plan {
     pub plan_s: f64,
     /// The options planned with.
     pub options: PlanOptions,
+    /// Intermediate buffers kept between calls.
+    pool: BufferPool,
+}
+
+/// Buffers of intermediates, reused across calls so the steady state does not allocate.
+#[derive(Default)]
+struct BufferPool(Mutex<Vec<Box<dyn Any + Send>>>);
+
+impl Clone for BufferPool {
+    fn clone(&self) -> Self {
+        BufferPool::default()
+    }
+}
+
+impl std::fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BufferPool")
+    }
+}
+
+impl BufferPool {
+    fn take<T: Scalar>(&self, len: usize) -> Vec<T> {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let pos = g.iter().position(|b| {
+            b.downcast_ref::<Vec<T>>()
+                .is_some_and(|v| v.capacity() >= len)
+        });
+        match pos {
+            Some(p) => *g.swap_remove(p).downcast::<Vec<T>>().expect("checked type"),
+            None => Vec::with_capacity(len),
+        }
+    }
+    fn give<T: Scalar>(&self, v: Vec<T>) {
+        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if g.len() < 8 {
+            g.push(Box::new(v));
+        }
+    }
 }
 
 impl Plan {
@@ -160,6 +200,7 @@ pub fn build_plan<T: Scalar>(
         finish,
         plan_s: t0.elapsed().as_secs_f64(),
         options: *options,
+        pool: BufferPool::default(),
     })
 }
 
@@ -296,24 +337,33 @@ pub fn execute<T: Scalar>(
         };
         let lo = take(st.left, &mut results);
         let ro = take(st.right, &mut results);
-        let pick = |inp: Input, owned: &Option<DynTensor<T>>| -> *const DynTensor<T> {
+        let pick = |inp: Input, owned: &'_ Option<DynTensor<T>>| -> *const DynTensor<T> {
             match inp {
-                Input::Operand(k) => ops[k] as *const _,
-                Input::Step(_) => owned.as_ref().expect("an earlier step's result") as *const _,
+                Input::Operand(k) => ops[k],
+                Input::Step(_) => owned.as_ref().expect("an earlier step's result"),
             }
         };
-        // SAFETY: the pointers refer to `ops` or to `lo`/`ro`, alive until the step ends.
-        let (a, b) = unsafe { (&*pick(st.left, &lo), &*pick(st.right, &ro)) };
         let step_alpha = if i == last { alpha } else { T::one() };
+        let buf = if i == last {
+            Vec::new()
+        } else {
+            plan.pool.take::<T>(st.plan.out_len)
+        };
         let mut t = Vec::new();
+        // SAFETY: the pointers refer to `ops` or to `lo`/`ro`, which live until after the step.
+        let (a, b) = unsafe { (&*pick(st.left, &lo), &*pick(st.right, &ro)) };
         let (out, c) = run_step(
             &st.plan,
             a,
             b,
             step_alpha,
             threads,
+            buf,
             times.is_some().then_some(&mut t),
         );
+        for owned in [lo, ro].into_iter().flatten() {
+            plan.pool.give(owned.into_data());
+        }
         if let Some(ts) = times.as_deref_mut() {
             ts.push(t);
         }

@@ -2,13 +2,14 @@
 
 use super::cost::CostModel;
 use super::group::{Access, Group, GroupKind, Place};
-use crate::block::{BlockKey, DynTensor};
+use crate::block::{Block, BlockIndex, BlockKey, DynTensor};
 use crate::contract::pairs::{enumerate, geometry, Conj, Geometry, PairGemm, StepDesc};
 use crate::contract::pairwise::{mat_shape, MatShape};
 use crate::error::Result;
 use crate::scalar::Scalar;
 use crate::view::Layout;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// Whether a group kind is chosen by the cost model, always when possible, or never.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,6 +121,8 @@ pub struct StepPlan {
     pub components: Vec<Vec<u32>>,
     /// Scratch elements the largest group needs.
     pub scratch_elems: usize,
+    /// The output's blocks and layouts, shared by every output this plan makes.
+    pub out_index: Arc<BlockIndex>,
 }
 
 impl StepPlan {
@@ -230,6 +233,7 @@ pub fn plan_step<T: Scalar>(
         groups: Vec::new(),
         components: Vec::new(),
         scratch_elems: 0,
+        out_index: Arc::new(BlockIndex::new(Vec::new())),
     };
     let model = opts.model;
     // pairs by coupled sector (the charge carried across the contracted legs)
@@ -264,6 +268,16 @@ pub fn plan_step<T: Scalar>(
     sp.components = components(&groups, sp.out_keys.len());
     sp.scratch_elems = groups.iter().map(scratch_of).max().unwrap_or(0);
     sp.groups = groups;
+    sp.out_index = Arc::new(BlockIndex::new(
+        sp.out_keys
+            .iter()
+            .zip(&sp.out_layouts)
+            .map(|(k, l)| Block {
+                key: k.clone(),
+                layout: l.clone(),
+            })
+            .collect(),
+    ));
     Ok(sp)
 }
 
@@ -312,13 +326,16 @@ fn choose_family(sp: &StepPlan, ks: &Keys, ps: &[u32], opts: &PlanOptions) -> Ve
         v
     };
     let mut cands: Vec<(f64, u8, Vec<Vec<u32>>)> = vec![(sep, 0, singles)];
+    // a class with one contracted key is the only writer of its output blocks, so its
+    // free-axis groups get their output laid out in place; otherwise they scatter
+    let sole = distinct(ps, &ks.kk) == 1;
     let family_cost = |fam: &[Vec<u32>]| -> f64 {
         fam.iter()
             .map(|grp| {
                 if grp.len() == 1 {
                     single_cost(sp, grp[0], model)
                 } else {
-                    concat_cost(sp, ks, grp, model)
+                    concat_cost(sp, ks, grp, model, sole)
                 }
             })
             .sum()
@@ -366,10 +383,10 @@ fn distinct(ps: &[u32], ids: &[u32]) -> usize {
 
 /// Rough cost of a concatenating group before layouts are known: operands packed, the
 /// output direct for rectangles and contraction-axis groups, scattered otherwise.
-fn concat_cost(sp: &StepPlan, ks: &Keys, ps: &[u32], model: &CostModel) -> f64 {
+fn concat_cost(sp: &StepPlan, ks: &Keys, ps: &[u32], model: &CostModel, sole_writer: bool) -> f64 {
     let g = concat_group(sp, ks, ps, family_kind(ks, ps));
     let mut packed = g.m * g.k + g.k * g.n;
-    if g.kind == GroupKind::FreeAxis {
+    if g.kind == GroupKind::FreeAxis && !sole_writer {
         packed += 2 * g.m * g.n;
     }
     model.gemm_s(g.m, g.n, g.k) + model.pack_s(packed)
@@ -505,8 +522,9 @@ fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
     }
 }
 
-/// Output layout: each rectangle's blocks tile one row-major `m x n` matrix, so its GEMM
-/// writes in place; every other block is row-major, after them.
+/// Output layout: the blocks of each rectangle or free-axis group that is their only writer
+/// tile one row-major `m x n` matrix, so its GEMM writes in place; every other block is
+/// row-major, after them.
 fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
     let g = &sp.geometry;
     let nout = sp.out_keys.len();
@@ -522,9 +540,17 @@ fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
         .collect();
     let mut layouts: Vec<Option<Layout>> = vec![None; nout];
     let mut offset = 0usize;
+    // output blocks written by exactly one group can be laid out for that group
+    let mut writers = vec![0u32; nout];
+    for gr in groups {
+        for p in &gr.c {
+            writers[p.block as usize] += 1;
+        }
+    }
     let mut order: Vec<&Group> = groups
         .iter()
-        .filter(|x| x.kind == GroupKind::Rectangle)
+        .filter(|x| matches!(x.kind, GroupKind::Rectangle | GroupKind::FreeAxis))
+        .filter(|x| x.c.iter().all(|p| writers[p.block as usize] == 1))
         .collect();
     order.sort_by_key(|x| std::cmp::Reverse(x.m * x.n));
     for gr in order {

@@ -106,9 +106,11 @@ pub fn fuse(dims: &[usize], strides: &[isize], axes: &[usize]) -> Option<(usize,
     Some((len, inner.map_or(1, |(_, s)| s)))
 }
 
-/// Calls `f(src_offset, dst_offset)` for every element of two same-shape views, innermost axis last.
-///
-/// Offsets are relative to each view's origin (they may be negative for negative strides).
+/// The most axes a strided loop handles (tensors are limited to this rank).
+pub const MAX_RANK: usize = 16;
+
+/// Calls `f(src_offset, dst_offset, inner_len, inner_src_stride, inner_dst_stride)` once per
+/// innermost row of two same-shape views (offsets relative to each view's origin).
 #[inline]
 pub fn for_each_pair(
     dims: &[usize],
@@ -116,8 +118,11 @@ pub fn for_each_pair(
     dst_strides: &[isize],
     mut f: impl FnMut(isize, isize, usize, isize, isize),
 ) {
-    // f(src, dst, inner_len, inner_src_stride, inner_dst_stride) per innermost row
     let r = dims.len();
+    assert!(
+        r <= MAX_RANK,
+        "rank {r} exceeds MAX_RANK (checked at tensor construction)"
+    );
     if dims.contains(&0) {
         return;
     }
@@ -127,7 +132,7 @@ pub fn for_each_pair(
     }
     let inner = dims[r - 1];
     let (ss, ds) = (src_strides[r - 1], dst_strides[r - 1]);
-    let mut idx = vec![0usize; r - 1];
+    let mut idx = [0usize; MAX_RANK];
     let (mut so, mut dof) = (0isize, 0isize);
     loop {
         f(so, dof, inner, ss, ds);
@@ -150,7 +155,68 @@ pub fn for_each_pair(
     }
 }
 
-/// `dst = src` (or `dst += alpha * src` with `Accum`) element-wise between two same-shape strided views.
+/// Axes of a strided loop, on the stack.
+#[derive(Debug, Clone, Copy)]
+pub struct Axes {
+    /// Number of axes.
+    pub len: usize,
+    /// Extents.
+    pub dims: [usize; MAX_RANK],
+    /// Source strides.
+    pub src: [isize; MAX_RANK],
+    /// Destination strides.
+    pub dst: [isize; MAX_RANK],
+}
+
+impl Axes {
+    /// Drops unit axes and merges adjacent axes whose strides nest in both views, so loops run
+    /// over as few and as long rows as possible.
+    pub fn simplified(dims: &[usize], ss: &[isize], ds: &[isize]) -> Axes {
+        let mut ax = Axes {
+            len: 0,
+            dims: [0; MAX_RANK],
+            src: [0; MAX_RANK],
+            dst: [0; MAX_RANK],
+        };
+        for k in 0..dims.len() {
+            if dims[k] == 1 {
+                continue;
+            }
+            let n = ax.len;
+            if n > 0
+                && ax.src[n - 1] == ss[k] * dims[k] as isize
+                && ax.dst[n - 1] == ds[k] * dims[k] as isize
+            {
+                ax.dims[n - 1] *= dims[k];
+                ax.src[n - 1] = ss[k];
+                ax.dst[n - 1] = ds[k];
+                continue;
+            }
+            ax.dims[n] = dims[k];
+            ax.src[n] = ss[k];
+            ax.dst[n] = ds[k];
+            ax.len += 1;
+        }
+        ax
+    }
+}
+
+/// See [`Axes::simplified`]; returns (dims, src strides, dst strides).
+pub fn simplify(
+    dims: &[usize],
+    ss: &[isize],
+    ds: &[isize],
+) -> (Vec<usize>, Vec<isize>, Vec<isize>) {
+    let a = Axes::simplified(dims, ss, ds);
+    (
+        a.dims[..a.len].to_vec(),
+        a.src[..a.len].to_vec(),
+        a.dst[..a.len].to_vec(),
+    )
+}
+
+/// `dst = src` (or `dst += alpha * src`, `dst = conj(src)`) element-wise between two same-shape
+/// strided views.
 ///
 /// # Safety
 /// Both views must address valid, non-overlapping memory for their whole extent.
@@ -162,34 +228,54 @@ pub unsafe fn strided_copy<T: Scalar>(
     dst_strides: &[isize],
     mode: CopyMode<T>,
 ) {
-    for_each_pair(dims, src_strides, dst_strides, |so, dof, n, ss, ds| {
-        // SAFETY: the caller guarantees every addressed element is valid.
-        unsafe {
-            let s = src.offset(so);
-            let d = dst.offset(dof);
-            match mode {
-                CopyMode::Set => {
-                    if ss == 1 && ds == 1 {
-                        std::ptr::copy_nonoverlapping(s, d, n);
-                    } else {
+    if dims.contains(&0) {
+        return;
+    }
+    let ax = Axes::simplified(dims, src_strides, dst_strides);
+    let n = ax.len;
+    for_each_pair(
+        &ax.dims[..n],
+        &ax.src[..n],
+        &ax.dst[..n],
+        |so, dof, n, ss, ds| {
+            // SAFETY: the caller guarantees every addressed element is valid.
+            unsafe {
+                let s = src.offset(so);
+                let d = dst.offset(dof);
+                match mode {
+                    CopyMode::Set => {
+                        if ss == 1 && ds == 1 {
+                            std::ptr::copy_nonoverlapping(s, d, n);
+                        } else {
+                            for i in 0..n as isize {
+                                *d.offset(i * ds) = *s.offset(i * ss);
+                            }
+                        }
+                    }
+                    CopyMode::Conj => {
                         for i in 0..n as isize {
-                            *d.offset(i * ds) = *s.offset(i * ss);
+                            *d.offset(i * ds) = (*s.offset(i * ss)).conj();
+                        }
+                    }
+                    CopyMode::AddScaled(alpha) => {
+                        if ss == 1 && ds == 1 {
+                            let (sv, dv) = (
+                                std::slice::from_raw_parts(s, n),
+                                std::slice::from_raw_parts_mut(d, n),
+                            );
+                            for (x, y) in dv.iter_mut().zip(sv) {
+                                *x += alpha * *y;
+                            }
+                        } else {
+                            for i in 0..n as isize {
+                                *d.offset(i * ds) += alpha * *s.offset(i * ss);
+                            }
                         }
                     }
                 }
-                CopyMode::Conj => {
-                    for i in 0..n as isize {
-                        *d.offset(i * ds) = (*s.offset(i * ss)).conj();
-                    }
-                }
-                CopyMode::AddScaled(alpha) => {
-                    for i in 0..n as isize {
-                        *d.offset(i * ds) += alpha * *s.offset(i * ss);
-                    }
-                }
             }
-        }
-    });
+        },
+    );
 }
 
 /// What [`strided_copy`] does per element.
@@ -215,6 +301,14 @@ mod tests {
         assert_eq!(fuse(&dims, &st, &[0, 2]), Some((6, 4)));
         assert_eq!(fuse(&dims, &st, &[2, 0]), None);
         assert_eq!(fuse(&dims, &st, &[]), Some((1, 1)));
+    }
+
+    #[test]
+    fn simplify_merges_nested_axes_and_drops_units() {
+        let (d, a, b) = simplify(&[2, 1, 3, 4], &[12, 12, 4, 1], &[12, 99, 4, 1]);
+        assert_eq!((d, a, b), (vec![24], vec![1], vec![1]));
+        let (d, _, _) = simplify(&[2, 3], &[1, 2], &[3, 1]);
+        assert_eq!(d, vec![2, 3]);
     }
 
     #[test]

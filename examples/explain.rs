@@ -1,0 +1,42 @@
+//! Prints the plan of a workload: `cargo run --release --example explain -- FILE.json`.
+
+use blockcontract::plan::build_plan;
+use blockcontract::workload::Workload;
+use blockcontract::{CostModel, DynTensor, PlanOptions};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args().nth(1).ok_or("usage: explain FILE.json")?;
+    let w = Workload::load(&path)?;
+    let ops = w.build_operands::<f64>()?;
+    let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+    println!("calibrated: {}", CostModel::calibrated());
+    let plan = build_plan(&w.contraction, &refs, &PlanOptions::default())?;
+    // measure each group once (after a warm-up run)
+    let _ = blockcontract::plan::execute(&plan, &refs, 1.0, 1, None);
+    let mut times = Vec::new();
+    let _ = blockcontract::plan::execute(&plan, &refs, 1.0, 1, Some(&mut times));
+    let t0 = std::time::Instant::now();
+    for _ in 0..20 {
+        let _ = blockcontract::plan::execute(&plan, &refs, 1.0, 1, None);
+    }
+    println!(
+        "execute: {:.1} us per call",
+        t0.elapsed().as_secs_f64() / 20.0 * 1e6
+    );
+    for (i, st) in plan.steps.iter().enumerate() {
+        println!(
+            "step {i}: output {} elems ({:.2} MB)",
+            st.plan.out_len,
+            st.plan.out_len as f64 * 8e-6
+        );
+    }
+    for (i, t) in times.iter().enumerate() {
+        println!(
+            "step {i}: measured {:.1} us over {} groups",
+            t.iter().sum::<f64>() * 1e6,
+            t.len()
+        );
+    }
+    print!("{}", plan.explain_with(Some(&times), 8));
+    Ok(())
+}
