@@ -10,7 +10,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ops = w.build_operands::<f64>()?;
     let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
     println!("calibrated: {}", CostModel::calibrated());
-    let plan = build_plan(&w.contraction, &refs, &PlanOptions::default())?;
+    let opts = match std::env::args().nth(2).as_deref() {
+        None | Some("default") => PlanOptions::default(),
+        Some("uncoalesced") => PlanOptions::uncoalesced(),
+        Some(k) => {
+            let kind = blockcontract::GroupKind::ALL
+                .into_iter()
+                .find(|g| g.name() == k)
+                .ok_or_else(|| format!("unknown kind {k}"))?;
+            PlanOptions::only(kind)
+        }
+    };
+    let plan = build_plan(&w.contraction, &refs, &opts)?;
     // measure each group once (after a warm-up run)
     let _ = blockcontract::plan::execute(&plan, &refs, 1.0, 1, None);
     let mut times = Vec::new();

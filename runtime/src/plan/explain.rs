@@ -52,7 +52,15 @@ impl Plan {
                 p.components.len()
             );
             let mut order: Vec<usize> = (0..p.groups.len()).collect();
-            order.sort_by(|&x, &y| p.groups[y].flops.total_cmp(&p.groups[x].flops));
+            // the costliest groups first: by measured time when given, else by predicted time
+            let key = |g: usize| -> f64 {
+                measured
+                    .and_then(|ms| ms.get(si))
+                    .and_then(|v| v.get(g))
+                    .copied()
+                    .unwrap_or(p.groups[g].predicted_s)
+            };
+            order.sort_by(|&x, &y| key(y).total_cmp(&key(x)));
             for &gi in order.iter().take(max_groups) {
                 let g = &p.groups[gi];
                 let meas = measured

@@ -11,6 +11,10 @@ use crate::view::Layout;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Predicted times within this fraction count as a tie, broken towards fewer kernel calls
+/// (a launch is cheap on a CPU but costs microseconds on a GPU).
+pub const TIE: f64 = 0.02;
+
 /// Whether a group kind is chosen by the cost model, always when possible, or never.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
@@ -315,7 +319,21 @@ fn single_cost(sp: &StepPlan, p: u32, model: &CostModel) -> f64 {
 fn choose_family(sp: &StepPlan, ks: &Keys, ps: &[u32], opts: &PlanOptions) -> Vec<Vec<u32>> {
     let model = &opts.model;
     let singles: Vec<Vec<u32>> = ps.iter().map(|&p| vec![p]).collect();
-    let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, model)).sum();
+    // singles may later be batched: price them as batch members where that is cheaper
+    let sep: f64 = ps
+        .iter()
+        .map(|&p| {
+            let one = single_cost(sp, p, model);
+            let pr = &sp.pairs[p as usize];
+            if opts.batched {
+                one.min(
+                    one - model.gemm_s(pr.m, pr.n, pr.k) + model.batched_member_s(pr.m, pr.n, pr.k),
+                )
+            } else {
+                one
+            }
+        })
+        .sum();
     let by = |f: &dyn Fn(u32) -> u64| -> Vec<Vec<u32>> {
         let mut m: HashMap<u64, Vec<u32>> = HashMap::new();
         for &p in ps {
@@ -362,10 +380,15 @@ fn choose_family(sp: &StepPlan, ks: &Keys, ps: &[u32], opts: &PlanOptions) -> Ve
         }
     }
     let best = match opts.policy {
-        Policy::CostModel => cands
-            .into_iter()
-            .min_by(|x, y| x.0.total_cmp(&y.0).then(y.1.cmp(&x.1)))
-            .expect("at least the singles"),
+        Policy::CostModel => {
+            // the fastest, or among those within TIE of it, the one with the fewest calls
+            let fastest = cands.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+            cands
+                .into_iter()
+                .filter(|c| c.0 <= fastest * (1.0 + TIE))
+                .min_by_key(|c| c.2.len())
+                .expect("the fastest is within TIE of itself")
+        }
         Policy::Always => cands
             .into_iter()
             .max_by_key(|c| c.1)
@@ -480,7 +503,7 @@ fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions) -> Vec<Gr
             && ps.len() > 1
             && match opts.policy {
                 Policy::Always => true,
-                Policy::CostModel => bat < sep,
+                Policy::CostModel => bat <= sep * (1.0 + TIE),
             };
         if take {
             out.push(member_group(sp, ps, GroupKind::Batched));
