@@ -54,8 +54,10 @@ unsafe impl<T: Send> Send for SharedMut<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for SharedMut<T> {}
 
+type Pools = Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>;
+
 fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
-    static POOLS: OnceLock<Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>> = OnceLock::new();
+    static POOLS: OnceLock<Pools> = OnceLock::new();
     let pools = POOLS.get_or_init(|| Mutex::new(Vec::new()));
     let mut g = pools.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, p)) = g.iter().find(|(n, _)| *n == threads) {

@@ -1,5 +1,5 @@
-//! The cost model: predicted time = calls x call overhead + flops / rate(shape)
-//! + packed elements x pack cost. Constants are calibrated on this machine by a short
+//! The cost model: predicted time = calls x call overhead + flops / rate(shape) plus
+//! packed elements x pack cost. Constants are calibrated on this machine by a short
 //! microbenchmark ([`CostModel::calibrated`], run once per process), with defaults.
 
 use crate::contract::pairwise::{gemm, MatShape};
@@ -123,9 +123,9 @@ fn measure() -> CostModel {
     let elems = (tm * tk + tk * tn + 2 * tm * tn) as f64;
     let elem_s = ((t_thin - call_s - 2.0 * (tm * tn * tk) as f64 / peak_rate) / elems).max(0.0);
     // tiny kernel
-    let a = vec![0.5f64; 16];
-    let b = vec![0.25f64; 16];
-    let mut c = vec![0.0f64; 16];
+    let a = [0.5f64; 16];
+    let b = [0.25f64; 16];
+    let mut c = [0.0f64; 16];
     let sh = MatShape {
         m: 4,
         rs: 4,

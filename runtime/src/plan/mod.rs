@@ -271,7 +271,8 @@ fn choose_order<T: Scalar>(
         let shares = |x: &[usize], y: &[usize]| x.iter().any(|l| y.contains(l));
         let any_shared =
             (0..live.len()).any(|i| (i + 1..live.len()).any(|j| shares(&live[i].2, &live[j].2)));
-        let mut best: Option<(f64, usize, usize, usize, DynTensor<T>, Vec<usize>)> = None;
+        type Best<T> = Option<(f64, usize, usize, usize, DynTensor<T>, Vec<usize>)>;
+        let mut best: Best<T> = None;
         for i in 0..live.len() {
             for j in i + 1..live.len() {
                 if any_shared && !shares(&live[i].2, &live[j].2) {
