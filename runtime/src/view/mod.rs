@@ -244,7 +244,8 @@ pub unsafe fn strided_copy<T: Scalar>(
                 let d = dst.offset(dof);
                 match mode {
                     CopyMode::Set => {
-                        if ss == 1 && ds == 1 {
+                        // a library memcpy costs a call: only worth it for long rows
+                        if ss == 1 && ds == 1 && n >= 32 {
                             std::ptr::copy_nonoverlapping(s, d, n);
                         } else {
                             for i in 0..n as isize {

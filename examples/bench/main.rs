@@ -1,0 +1,154 @@
+//! The measuring tool: runs workload files on chosen executors, interleaving their repeats,
+//! and prints time, kernel counts and result checks; writes a Markdown + SVG report.
+//!
+//! `cargo run --release --example bench -- workloads/*.json [--executor NAME]... [--repeat N]
+//!  [--threads N] [--json] [--explain] [--baseline pairwise] [--report DIR] [--peer PATH]`
+
+mod report;
+mod run;
+
+use blockcontract::workload::{load_expected, Expected, Workload};
+use blockcontract::{Executor, Result};
+use clap::Parser;
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// Command-line options.
+#[derive(Parser, Debug, Clone)]
+#[command(about = "Time block-sparse contractions on workload files")]
+pub struct Args {
+    /// Workload files (blocksparse-workload/1); other .json files (expected.json) are skipped.
+    pub files: Vec<PathBuf>,
+    /// Executors: planned (default), pairwise, dense; repeat the flag for several.
+    #[arg(long = "executor")]
+    pub executors: Vec<String>,
+    /// Timed repeats per executor after one warm-up.
+    #[arg(long, default_value_t = 7)]
+    pub repeat: usize,
+    /// Threads for the planned executor.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub json: bool,
+    /// Print each workload's plan with measured group times.
+    #[arg(long)]
+    pub explain: bool,
+    /// Also run this executor and print the ratio planned / baseline (repeats interleaved).
+    #[arg(long)]
+    pub baseline: Option<String>,
+    /// Write report.md and report.svg into this folder (runs planned and pairwise, and the
+    /// peer when --peer is given, and a dense-GEMM peak probe).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// The TeNPy harness (`run_peer.sh`), timed in the same run, alternating with ours.
+    #[arg(long)]
+    pub peer: Option<PathBuf>,
+    /// expected.json to check results against (default: beside the first file).
+    #[arg(long)]
+    pub expected: Option<PathBuf>,
+}
+
+fn main() {
+    let args = Args::parse();
+    match real_main(&args) {
+        Ok(0) => {}
+        Ok(n) => {
+            eprintln!("{n} run(s) failed or disagreed with expected.json");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn real_main(args: &Args) -> Result<usize> {
+    let files: Vec<PathBuf> = args
+        .files
+        .iter()
+        .filter(|f| f.file_name().is_some_and(|n| n != "expected.json"))
+        .cloned()
+        .collect();
+    let expected_path = args.expected.clone().or_else(|| {
+        files
+            .first()
+            .and_then(|f| f.parent())
+            .map(|d| d.join("expected.json"))
+    });
+    let expected: HashMap<String, Expected> = match &expected_path {
+        Some(p) if p.exists() => load_expected(p)?,
+        _ => HashMap::new(),
+    };
+    let mut names: Vec<String> = if args.executors.is_empty() {
+        vec!["planned".into()]
+    } else {
+        args.executors.clone()
+    };
+    if let Some(b) = &args.baseline {
+        if !names.contains(b) {
+            names.push(b.clone());
+        }
+    }
+    if args.report.is_some() {
+        for e in ["planned", "pairwise"] {
+            if !names.iter().any(|n| n == e) {
+                names.push(e.into());
+            }
+        }
+    }
+    let execs: Vec<Executor> = names
+        .iter()
+        .map(|n| Executor::from_name(n))
+        .collect::<Result<_>>()?;
+    let peak = if args.report.is_some() {
+        Some(run::peak_gflops())
+    } else {
+        None
+    };
+    if let Some(p) = peak {
+        eprintln!("dense GEMM peak (faer, 1 thread): {p:.1} GFLOP/s");
+    }
+    let mut failures = 0;
+    let mut rows = Vec::new();
+    for f in &files {
+        let w = Workload::load(f)?;
+        let m = run::measure(&w, f, &execs, args)?;
+        for o in &m.outcomes {
+            let agrees = expected
+                .get(&w.name)
+                .map(|e| e.agrees(o.norm, o.checksum, 1e-10));
+            if agrees == Some(false) || o.error.is_some() {
+                failures += 1;
+            }
+            run::print(&w, o, agrees, args.json);
+        }
+        if let Some(b) = &args.baseline {
+            if let (Some(p), Some(q)) = (m.get("planned"), m.get(b)) {
+                println!(
+                    "{:<28} planned / {b}: {:.3} (medians {:.3} / {:.3} ms, repeats interleaved)",
+                    w.name,
+                    p.median() / q.median(),
+                    p.median(),
+                    q.median()
+                );
+            }
+        }
+        if args.explain {
+            if let Some(text) = &m.explain {
+                println!("{text}");
+            }
+        }
+        rows.push(m);
+    }
+    if let Some(dir) = &args.report {
+        report::write(dir, &rows, peak.unwrap_or(f64::NAN), args)?;
+        eprintln!(
+            "wrote {}/report.md and {}/report.svg",
+            dir.display(),
+            dir.display()
+        );
+    }
+    Ok(failures)
+}

@@ -1,0 +1,269 @@
+//! Measuring one workload: every executor's repeats interleaved, the peer alternating.
+
+use crate::Args;
+use blockcontract::plan::cache::spec_fingerprint;
+use blockcontract::plan::{execute, PlanOptions};
+use blockcontract::workload::{checksum, Workload};
+use blockcontract::{contract_dyn, DType, DynTensor, Error, Executor, PlanCache, Result, Scalar};
+use num_complex::Complex64;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+/// One executor's results on one workload.
+pub struct Outcome {
+    pub executor: Executor,
+    pub blocks: Vec<(String, usize)>,
+    pub pair_gemms: usize,
+    pub kernel_calls: usize,
+    pub steps: usize,
+    pub flops: f64,
+    pub times_ms: Vec<f64>,
+    pub norm: f64,
+    pub checksum: f64,
+    pub plan_ms: Option<f64>,
+    pub cached_us: Option<f64>,
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    pub fn median(&self) -> f64 {
+        stats3(&self.times_ms).1
+    }
+}
+
+/// Everything measured on one workload.
+pub struct Measured {
+    pub name: String,
+    pub outcomes: Vec<Outcome>,
+    pub explain: Option<String>,
+    pub peer_ms: Option<f64>,
+    pub peer_check: Option<(f64, f64)>,
+}
+
+impl Measured {
+    pub fn get(&self, exec: &str) -> Option<&Outcome> {
+        self.outcomes
+            .iter()
+            .find(|o| o.executor.name() == exec && o.error.is_none())
+    }
+}
+
+pub fn stats3(v: &[f64]) -> (f64, f64, f64) {
+    if v.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    (s[0], s[s.len() / 2], s[s.len() - 1])
+}
+
+/// The dense-GEMM peak of this machine, one thread (faer, 768^3, best of several).
+pub fn peak_gflops() -> f64 {
+    blockcontract::plan::cost::dense_gemm_gflops(768)
+}
+
+/// Runs the peer harness once: (median ms, norm, checksum).
+fn run_peer(peer: &Path, file: &Path, threads: usize) -> Result<(f64, f64, f64)> {
+    let out = Command::new("bash")
+        .arg(peer)
+        .arg(file)
+        .arg(threads.to_string())
+        .arg("3")
+        .output()
+        .map_err(|e| Error::Io {
+            path: peer.display().to_string(),
+            reason: e.to_string(),
+        })?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let bad = |why: &str| Error::Io {
+        path: peer.display().to_string(),
+        reason: format!(
+            "{why}: {}{}",
+            text.trim(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ),
+    };
+    if !out.status.success() {
+        return Err(bad("peer failed"));
+    }
+    let line = text.lines().last().ok_or_else(|| bad("no output"))?;
+    let f: Vec<&str> = line.split_whitespace().collect();
+    let num = |i: usize| {
+        f.get(i)
+            .and_then(|x| x.parse::<f64>().ok())
+            .ok_or_else(|| bad("unexpected output"))
+    };
+    Ok((num(1)?, num(2)?, num(3)?))
+}
+
+pub fn measure(w: &Workload, file: &Path, execs: &[Executor], args: &Args) -> Result<Measured> {
+    match w.dtype {
+        DType::F64 => measure_typed::<f64>(w, file, execs, args),
+        DType::F32 => measure_typed::<f32>(w, file, execs, args),
+        DType::C64 => measure_typed::<Complex64>(w, file, execs, args),
+    }
+}
+
+fn measure_typed<T: Scalar>(
+    w: &Workload,
+    file: &Path,
+    execs: &[Executor],
+    args: &Args,
+) -> Result<Measured> {
+    let ops = w.build_operands::<T>()?;
+    let refs: Vec<&DynTensor<T>> = ops.iter().collect();
+    let blocks: Vec<(String, usize)> = w
+        .contraction
+        .operands
+        .iter()
+        .zip(&ops)
+        .map(|(o, t)| (o.name.clone(), t.num_blocks()))
+        .collect();
+    let cache = PlanCache::new();
+    let opts = PlanOptions::default();
+    let fp = spec_fingerprint(&w.contraction);
+    let threads = args.threads.max(1);
+    // one call of an executor: (result, pair GEMMs, kernel calls, steps, flops)
+    let call = |e: Executor| -> Result<(DynTensor<T>, usize, usize, usize, f64)> {
+        match e {
+            Executor::Planned => {
+                let plan = cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
+                let (t, s, c) = execute(&plan, &refs, T::one(), threads, None);
+                Ok((t, s.pair_gemms(), c.total(), s.steps.len(), s.flops))
+            }
+            _ => {
+                let (t, s) = contract_dyn(&w.contraction, &refs, T::one(), e)?;
+                Ok((t, s.pair_gemms(), s.kernel_calls(), s.steps.len(), s.flops))
+            }
+        }
+    };
+    let mut outs: Vec<Outcome> = Vec::new();
+    for &e in execs {
+        let mut o = Outcome {
+            executor: e,
+            blocks: blocks.clone(),
+            pair_gemms: 0,
+            kernel_calls: 0,
+            steps: 0,
+            flops: 0.0,
+            times_ms: Vec::new(),
+            norm: f64::NAN,
+            checksum: f64::NAN,
+            plan_ms: None,
+            cached_us: None,
+            error: None,
+        };
+        if e == Executor::Planned {
+            let t0 = Instant::now();
+            cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
+            o.plan_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
+            let n = 2000;
+            let t0 = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(cache.get_or_plan(&w.contraction, fp, &refs, &opts)?);
+            }
+            o.cached_us = Some(t0.elapsed().as_secs_f64() * 1e6 / n as f64);
+        }
+        // warm-up, and the result that is checked
+        match call(e) {
+            Ok((t, p, k, s, f)) => {
+                o.norm = t.norm();
+                o.checksum = checksum(&t);
+                (o.pair_gemms, o.kernel_calls, o.steps, o.flops) = (p, k, s, f);
+            }
+            Err(err) => o.error = Some(err.to_string()),
+        }
+        outs.push(o);
+    }
+    // timed repeats, interleaved across executors; the peer alternates with our halves
+    let mut peer: Vec<(f64, f64, f64)> = Vec::new();
+    for r in 0..args.repeat {
+        if r == args.repeat / 2 {
+            if let Some(p) = &args.peer {
+                peer.push(run_peer(p, file, threads)?);
+            }
+        }
+        for o in outs.iter_mut().filter(|o| o.error.is_none()) {
+            let t0 = Instant::now();
+            let res = call(o.executor)?;
+            o.times_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+            drop(res);
+        }
+    }
+    if let Some(p) = &args.peer {
+        peer.push(run_peer(p, file, threads)?);
+    }
+    let explain = if args.explain && execs.contains(&Executor::Planned) {
+        let plan = cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
+        let mut times = Vec::new();
+        let _ = execute(&plan, &refs, T::one(), 1, Some(&mut times));
+        Some(plan.explain_with(Some(&times), 6))
+    } else {
+        None
+    };
+    let peer_ms =
+        (!peer.is_empty()).then(|| stats3(&peer.iter().map(|p| p.0).collect::<Vec<_>>()).0);
+    let peer_check = peer.first().map(|p| (p.1, p.2));
+    Ok(Measured {
+        name: w.name.clone(),
+        outcomes: outs,
+        explain,
+        peer_ms,
+        peer_check,
+    })
+}
+
+pub fn print(w: &Workload, o: &Outcome, agrees: Option<bool>, json: bool) {
+    let (min, med, max) = stats3(&o.times_ms);
+    if let Some(e) = &o.error {
+        eprintln!("{}: {}: {e}", w.name, o.executor.name());
+        return;
+    }
+    if json {
+        let blocks: serde_json::Map<String, serde_json::Value> = o
+            .blocks
+            .iter()
+            .map(|(n, b)| (n.clone(), (*b).into()))
+            .collect();
+        let line = serde_json::json!({
+            "name": w.name, "executor": o.executor.name(), "blocks": blocks,
+            "pair_gemms": o.pair_gemms, "kernel_calls": o.kernel_calls, "steps": o.steps,
+            "flops": o.flops, "gflops": o.flops / (med * 1e-3) / 1e9,
+            "time_ms": {"min": min, "median": med, "max": max},
+            "plan_ms": o.plan_ms, "cached_overhead_us": o.cached_us,
+            "norm": o.norm, "checksum": o.checksum, "matches_expected": agrees,
+        });
+        println!("{line}");
+    } else {
+        let plan = match (o.plan_ms, o.cached_us) {
+            (Some(p), Some(c)) => format!(
+                "  plan {p:.2} ms, cached {c:.2} us ({:.2} us/step)",
+                c / o.steps.max(1) as f64
+            ),
+            _ => String::new(),
+        };
+        println!(
+            "{:<28} {:<9} pairs {:>5} calls {:>5} {:>8.3} ms (min {:.3}, max {:.3}) {:>6.1} GFLOP/s  norm {:.10e} checksum {:.10e} {}{}",
+            w.name,
+            o.executor.name(),
+            o.pair_gemms,
+            o.kernel_calls,
+            med,
+            min,
+            max,
+            o.flops / (med * 1e-3) / 1e9,
+            o.norm,
+            o.checksum,
+            match agrees {
+                Some(true) => "ok",
+                Some(false) => "MISMATCH",
+                None => "(no expected)",
+            },
+            plan
+        );
+    }
+}
