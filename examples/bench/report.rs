@@ -62,7 +62,18 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
         let (pm, qm) = (p.median(), q.median());
         let gf = p.flops / (pm * 1e-3) / 1e9;
         vs_pair.push(pm / qm);
-        let peer = m.peer_ms.map_or("-".to_string(), |t| format!("{t:.3}"));
+        // the peer's own result must agree with ours, or its time means nothing
+        let peer_ok = m.peer_check.is_none_or(|(n, c)| {
+            let tol = 1e-10 * p.norm.abs();
+            (n - p.norm).abs() <= tol && (c - p.checksum).abs() <= tol
+        });
+        let peer = m.peer_ms.map_or("-".to_string(), |t| {
+            if peer_ok {
+                format!("{t:.3}")
+            } else {
+                format!("{t:.3} (result differs!)")
+            }
+        });
         let ratio = m.peer_ms.map_or("-".to_string(), |t| {
             vs_peer.push(pm / t);
             format!("{:.3}", pm / t)
