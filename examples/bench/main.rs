@@ -4,6 +4,8 @@
 //! `cargo run --release --example bench -- workloads/*.json [--executor NAME]... [--repeat N]
 //!  [--threads N] [--json] [--explain] [--baseline pairwise] [--report DIR] [--peer PATH]`
 
+#[cfg(feature = "cuda")]
+mod gpu;
 mod report;
 mod run;
 
@@ -98,6 +100,20 @@ fn real_main(args: &Args) -> Result<usize> {
             }
         }
     }
+    // the device executors are measured apart (data resident, timed to a stream sync)
+    let gpu: Vec<String> = names
+        .iter()
+        .filter(|n| n.starts_with("cuda"))
+        .cloned()
+        .collect();
+    names.retain(|n| !n.starts_with("cuda"));
+    for g in &gpu {
+        if g != "cuda" && g != "cuda-pairwise" {
+            return Err(blockcontract::Error::InvalidContraction(format!(
+                "unknown executor `{g}`; expected cuda or cuda-pairwise"
+            )));
+        }
+    }
     let execs: Vec<Executor> = names
         .iter()
         .map(|n| Executor::from_name(n))
@@ -114,6 +130,12 @@ fn real_main(args: &Args) -> Result<usize> {
     let mut rows = Vec::new();
     for f in &files {
         let w = Workload::load(f)?;
+        for g in &gpu {
+            failures += gpu_run(&w, g, args, &expected);
+        }
+        if execs.is_empty() {
+            continue;
+        }
         let m = run::measure(&w, f, &execs, args)?;
         for o in &m.outcomes {
             let agrees = expected
@@ -151,4 +173,45 @@ fn real_main(args: &Args) -> Result<usize> {
         );
     }
     Ok(failures)
+}
+
+#[cfg(feature = "cuda")]
+fn gpu_run(w: &Workload, name: &str, args: &Args, expected: &HashMap<String, Expected>) -> usize {
+    match gpu::measure(w, name == "cuda-pairwise", args) {
+        Ok(o) => {
+            let agrees = expected
+                .get(&w.name)
+                .map(|e| e.agrees(o.norm, o.checksum, 1e-10));
+            let (_, med, _) = run::stats3(&o.times_ms);
+            println!(
+                "{:<28} {:<13} pairs {:>5} launches {:>5} {:>9.3} ms  norm {:.10e} checksum {:.10e} {}",
+                w.name,
+                name,
+                o.pair_gemms,
+                o.kernel_calls,
+                med,
+                o.norm,
+                o.checksum,
+                match agrees {
+                    Some(true) => "ok",
+                    Some(false) => "MISMATCH",
+                    None => "(no expected)",
+                }
+            );
+            usize::from(agrees == Some(false))
+        }
+        Err(e) => {
+            eprintln!("{}: {name}: {e}", w.name);
+            1
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn gpu_run(w: &Workload, name: &str, _args: &Args, _expected: &HashMap<String, Expected>) -> usize {
+    let why = blockcontract::exec::cuda::probe()
+        .err()
+        .map_or(String::new(), |e| e.to_string());
+    eprintln!("{}: {name}: {why}", w.name);
+    1
 }

@@ -307,6 +307,19 @@ impl<T: Scalar> DynTensor<T> {
     pub fn data(&self) -> &[T] {
         &self.data
     }
+    /// The same structure with another buffer (same length as the layouts need).
+    #[allow(dead_code)]
+    pub(crate) fn with_data(&self, data: Vec<T>) -> Self {
+        DynTensor {
+            legs: self.legs.clone(),
+            symmetry: self.symmetry.clone(),
+            charge: self.charge.clone(),
+            st: self.st.clone(),
+            data,
+            fp: Default::default(),
+        }
+    }
+
     /// Gives up the buffer (for reuse).
     pub(crate) fn into_data(self) -> Vec<T> {
         self.data
