@@ -18,6 +18,11 @@
 pub use blockcontract_macros::contract;
 pub use blockcontract_runtime::*;
 
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[doc(hidden)]
 pub mod __private {
     pub use blockcontract_runtime::macro_support::*;
