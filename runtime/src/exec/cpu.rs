@@ -463,6 +463,26 @@ impl<T: Scalar> Ctx<'_, T> {
     }
 }
 
+/// `C += alpha op(A) op(B)` through faer (sequential), for probes and benchmarks.
+///
+/// # Safety
+/// The three views must lie inside live buffers; `c` must not alias `a` or `b`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn faer_gemm<T: Scalar>(
+    c: *mut T,
+    cs: MatShape,
+    a: *const T,
+    ash: MatShape,
+    ca: Conj,
+    b: *const T,
+    bsh: MatShape,
+    cb: Conj,
+    alpha: T,
+) {
+    // SAFETY: forwarded from the caller.
+    unsafe { gemm(c, cs, Accum::Add, a, ash, ca, b, bsh, cb, alpha) }
+}
+
 /// Conjugation flags of a step, re-exported for lowering code.
 pub fn step_conj(sp: &StepPlan) -> (Conj, Conj) {
     sp.geometry.conj

@@ -22,6 +22,21 @@ pub unsafe fn tiny_gemm<T: Scalar>(
     alpha: T,
 ) {
     let (m, n, k) = (cs.m, cs.n, ash.n);
+    if conj_a == Conj::No && conj_b == Conj::No && cs.cs == 1 && bsh.cs == 1 {
+        // row-major output and B: rows of C accumulate scaled rows of B (vectorisable)
+        for i in 0..m as isize {
+            // SAFETY: rows i of C and p of B are inside their views (caller's guarantee).
+            let crow = unsafe { std::slice::from_raw_parts_mut(c.offset(i * cs.rs), n) };
+            for p in 0..k as isize {
+                let x = alpha * unsafe { *a.offset(i * ash.rs + p * ash.cs) };
+                let brow = unsafe { std::slice::from_raw_parts(b.offset(p * bsh.rs), n) };
+                for (y, &z) in crow.iter_mut().zip(brow) {
+                    *y += x * z;
+                }
+            }
+        }
+        return;
+    }
     for i in 0..m as isize {
         for j in 0..n as isize {
             let mut acc = T::zero();

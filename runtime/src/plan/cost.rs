@@ -40,7 +40,7 @@ impl Default for CostModel {
 }
 
 /// The largest `m*n*k` the tiny-GEMM kernel takes.
-pub const TINY_MNK: usize = 512;
+pub const TINY_MNK: usize = 64;
 
 impl CostModel {
     /// Predicted time of one faer GEMM of shape m x k times k x n.
