@@ -23,12 +23,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let plan = build_plan(&w.contraction, &refs, &opts)?;
     // measure each group once (after a warm-up run)
-    let _ = blockcontract::plan::execute(&plan, &refs, 1.0, 1, None);
+    blockcontract::plan::execute(&plan, &refs, 1.0, 1, None)?;
     let mut times = Vec::new();
-    let _ = blockcontract::plan::execute(&plan, &refs, 1.0, 1, Some(&mut times));
+    blockcontract::plan::execute(&plan, &refs, 1.0, 1, Some(&mut times))?;
     let t0 = std::time::Instant::now();
     for _ in 0..20 {
-        let _ = blockcontract::plan::execute(&plan, &refs, 1.0, 1, None);
+        blockcontract::plan::execute(&plan, &refs, 1.0, 1, None)?;
     }
     println!(
         "execute: {:.1} us per call",

@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let plan = build_plan(&w.contraction, &refs, &PlanOptions::default())?;
     let t0 = std::time::Instant::now();
     for _ in 0..n {
-        std::hint::black_box(execute(&plan, &refs, 1.0, 1, None));
+        std::hint::black_box(execute(&plan, &refs, 1.0, 1, None)?);
     }
     println!(
         "{:.1} us per call",

@@ -59,7 +59,7 @@ fn check<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
         }
         let low = lower(&plan, &layouts(&ops));
         check_launches(&plan, &low);
-        let got = interpret(&plan, &low, &ops, alpha);
+        let got = interpret(&plan, &low, &ops, alpha).unwrap();
         let d = common::rel_diff(&got.to_dense(), &want.to_dense());
         prop_assert!(d <= 1e-12, "relative difference {d}");
     }
@@ -100,7 +100,7 @@ fn lowered_workloads_match_the_peer_and_cut_launches() {
             let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
             let low = lower(&plan, &layouts(&refs));
             check_launches(&plan, &low);
-            let y = interpret(&plan, &low, &refs, 1.0);
+            let y = interpret(&plan, &low, &refs, 1.0).unwrap();
             assert!(
                 expected[name].agrees(y.norm(), checksum(&y), 1e-10),
                 "{name}"

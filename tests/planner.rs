@@ -44,7 +44,7 @@ fn full<T: Scalar>(legs: Vec<Leg>, seed: u64) -> DynTensor<T> {
 /// counts equal the plan's, and that no group wastes flops. Returns calls per kind.
 fn run_forced(spec: &ContractionSpec, ops: &[&DynTensor<f64>], opts: &PlanOptions) -> [usize; 5] {
     let plan = build_plan(spec, ops, opts).unwrap();
-    let (got, _, counts) = execute(&plan, ops, 1.0, 1, None);
+    let (got, _, counts) = execute(&plan, ops, 1.0, 1, None).unwrap();
     let (want, _) = contract_dyn(spec, ops, 1.0, Executor::Pairwise).unwrap();
     assert!(common::rel_diff(&got.to_dense(), &want.to_dense()) < 1e-12);
     assert_eq!(counts, plan.counts());
@@ -245,7 +245,7 @@ fn check_forced<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
         let plan =
             build_plan(&c.spec, &ops, &opts).map_err(|e| TestCaseError::fail(e.to_string()))?;
         for threads in [1, 2] {
-            let (got, _, _) = execute(&plan, &ops, T::from_f64(0.5), threads, None);
+            let (got, _, _) = execute(&plan, &ops, T::from_f64(0.5), threads, None).unwrap();
             let d = common::rel_diff(&got.to_dense(), &wd);
             prop_assert!(
                 d <= 1e-12,
@@ -304,7 +304,7 @@ fn multi_step_chains_match_in_every_mode_and_thread_count() {
         for opts in forced_options() {
             let plan = build_plan(&spec, &ops, &opts).unwrap();
             for threads in [1, 2] {
-                let (got, _, _) = execute(&plan, &ops, 1.0, threads, None);
+                let (got, _, _) = execute(&plan, &ops, 1.0, threads, None).unwrap();
                 assert!(common::rel_diff(&got.to_dense(), &want.to_dense()) < 1e-12);
             }
         }
@@ -364,7 +364,7 @@ fn hubbard_heff_workloads_coalesce_and_match_the_peer() {
             let ops = w.build_operands::<f64>().unwrap();
             let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
             let plan = build_plan(&w.contraction, &refs, &PlanOptions::default()).unwrap();
-            let (y, _, counts) = execute(&plan, &refs, 1.0, 1, None);
+            let (y, _, counts) = execute(&plan, &refs, 1.0, 1, None).unwrap();
             assert!(
                 expected[&w.name].agrees(y.norm(), checksum(&y), 1e-10),
                 "{}",
@@ -385,4 +385,22 @@ fn hubbard_heff_workloads_coalesce_and_match_the_peer() {
             );
         }
     }
+}
+
+#[test]
+fn a_plan_refuses_operands_of_another_structure() {
+    let (_, v, p) = spaces();
+    let a = full::<f64>(vec![Leg::out(&v), Leg::out(&p), Leg::inc(&v)], 1);
+    let b = full::<f64>(vec![Leg::out(&v), Leg::out(&p), Leg::inc(&v)], 2);
+    let spec = ContractionSpec::parse("C[a,s,t,c] = A[a,s,k] * B[k,t,c]").unwrap();
+    let plan = build_plan(&spec, &[&a, &b], &PlanOptions::default()).unwrap();
+    // same legs, blocks stored in another memory order: other strides, so another plan
+    let other = a.relayout(&[2, 1, 0]).unwrap();
+    let err = execute(&plan, &[&other, &b], 1.0, 1, None).unwrap_err();
+    assert!(err.to_string().contains("operand 0"), "{err}");
+    assert!(execute(&plan, &[&a], 1.0, 1, None).is_err());
+    // while values may change freely
+    let mut a2 = a.clone();
+    a2.scale(3.0);
+    assert!(execute(&plan, &[&a2, &b], 1.0, 1, None).is_ok());
 }

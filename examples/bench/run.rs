@@ -132,7 +132,7 @@ fn measure_typed<T: Scalar>(
         match e {
             Executor::Planned => {
                 let plan = cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
-                let (t, s, c) = execute(&plan, &refs, T::one(), threads, None);
+                let (t, s, c) = execute(&plan, &refs, T::one(), threads, None)?;
                 Ok((t, s.pair_gemms(), c.total(), s.steps.len(), s.flops))
             }
             _ => {
@@ -200,7 +200,7 @@ fn measure_typed<T: Scalar>(
     let explain = if args.explain && execs.contains(&Executor::Planned) {
         let plan = cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
         let mut times = Vec::new();
-        let _ = execute(&plan, &refs, T::one(), 1, Some(&mut times));
+        execute(&plan, &refs, T::one(), 1, Some(&mut times))?;
         Some(plan.explain_with(Some(&times), 6))
     } else {
         None

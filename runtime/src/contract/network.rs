@@ -225,7 +225,7 @@ pub fn contract_planned<T: Scalar>(
     threads: usize,
 ) -> Result<(DynTensor<T>, RunStats, Arc<Plan>)> {
     let plan = cache.get_or_plan(spec, spec_fp, ops, options)?;
-    let (t, stats, _) = execute(&plan, ops, alpha, threads, None);
+    let (t, stats, _) = execute(&plan, ops, alpha, threads, None)?;
     Ok((t, stats, plan))
 }
 

@@ -687,7 +687,8 @@ pub fn interpret<T: crate::scalar::Scalar>(
     lowered: &Lowered,
     ops: &[&crate::block::DynTensor<T>],
     alpha: T,
-) -> crate::block::DynTensor<T> {
+) -> crate::error::Result<crate::block::DynTensor<T>> {
+    plan.check_operands(ops)?;
     let mut results: Vec<Vec<T>> = Vec::new();
     for so in &lowered.steps {
         let data = |inp: Input, results: &Vec<Vec<T>>| -> Vec<T> {
@@ -712,13 +713,13 @@ pub fn interpret<T: crate::scalar::Scalar>(
     }
     let last = plan.steps.last().expect("a lowered plan has steps");
     let g = &last.plan.geometry;
-    crate::block::DynTensor::from_shared(
+    Ok(crate::block::DynTensor::from_shared(
         g.out_legs.clone(),
         g.symmetry.clone(),
         g.out_charge.clone(),
         last.plan.out_index.clone(),
         results.pop().expect("one result per step"),
-    )
+    ))
 }
 
 fn slot(b: Buf) -> usize {

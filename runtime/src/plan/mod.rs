@@ -17,7 +17,7 @@ use crate::contract::network::{check_operands, step_desc};
 use crate::contract::pairs::{enumerate, geometry, Conj};
 use crate::contract::pairwise::{permute, StepStats};
 use crate::contract::RunStats;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exec::{run_step, KernelCounts};
 use crate::scalar::Scalar;
 use crate::spec::{ContractionSpec, Tree};
@@ -66,6 +66,8 @@ pub struct Plan {
     pub options: PlanOptions,
     /// Intermediate buffers kept between calls.
     pool: BufferPool,
+    /// Structure fingerprints of the operands planned for.
+    operand_fps: Vec<u64>,
 }
 
 /// Buffers of intermediates, reused across calls so the steady state does not allocate.
@@ -105,6 +107,26 @@ impl BufferPool {
 }
 
 impl Plan {
+    /// Checks that `ops` have the block structure (legs, charges, blocks, layouts, element
+    /// type) this plan was made for; running a plan on anything else is refused.
+    pub fn check_operands<T: Scalar>(&self, ops: &[&DynTensor<T>]) -> Result<()> {
+        if ops.len() != self.operand_fps.len() {
+            return Err(Error::InvalidContraction(format!(
+                "the plan was made for {} operands, {} given",
+                self.operand_fps.len(),
+                ops.len()
+            )));
+        }
+        for (i, (t, fp)) in ops.iter().zip(&self.operand_fps).enumerate() {
+            if t.structure_fingerprint() != *fp {
+                return Err(Error::InvalidContraction(format!(
+                    "operand {i} does not have the block structure this plan was made for"
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Block-pair GEMMs over all steps.
     pub fn pair_gemms(&self) -> usize {
         self.steps.iter().map(|s| s.plan.pairs.len()).sum()
@@ -201,6 +223,7 @@ pub fn build_plan<T: Scalar>(
         plan_s: t0.elapsed().as_secs_f64(),
         options: *options,
         pool: BufferPool::default(),
+        operand_fps: ops.iter().map(|t| t.structure_fingerprint()).collect(),
     })
 }
 
@@ -309,7 +332,8 @@ fn choose_order<T: Scalar>(
     Ok(live.pop().expect("one").0)
 }
 
-/// Runs a plan on operands of the structure it was planned for.
+/// Runs a plan on operands of the structure it was planned for (checked: anything else is an
+/// error).
 /// `times`, when given, receives each group's wall time per step (sequential execution).
 pub fn execute<T: Scalar>(
     plan: &Plan,
@@ -317,13 +341,14 @@ pub fn execute<T: Scalar>(
     alpha: T,
     threads: usize,
     mut times: Option<&mut Vec<Vec<f64>>>,
-) -> (DynTensor<T>, RunStats, KernelCounts) {
+) -> Result<(DynTensor<T>, RunStats, KernelCounts)> {
+    plan.check_operands(ops)?;
     if let Some((perm, conj)) = &plan.finish {
-        return (
+        return Ok((
             permute(ops[0], perm, *conj, alpha),
             RunStats::default(),
             KernelCounts::default(),
-        );
+        ));
     }
     let mut results: Vec<Option<DynTensor<T>>> = (0..plan.steps.len()).map(|_| None).collect();
     let mut stats = RunStats::default();
@@ -378,5 +403,5 @@ pub fn execute<T: Scalar>(
         results[i] = Some(out);
     }
     let out = results[last].take().expect("the last step's result");
-    (out, stats, counts)
+    Ok((out, stats, counts))
 }
