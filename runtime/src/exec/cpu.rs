@@ -5,7 +5,7 @@ use super::tiny::tiny_gemm;
 use crate::block::DynTensor;
 use crate::contract::pairwise::{gemm, MatShape};
 use crate::contract::Conj;
-use crate::plan::cost::TINY_MNK;
+use crate::plan::cost::tiny_wins;
 use crate::plan::{Access, Group, GroupKind, Place, StepPlan};
 use crate::scalar::Scalar;
 use crate::view::{strided_copy, CopyMode, Layout, MAX_RANK};
@@ -251,7 +251,7 @@ impl<T: Scalar> Ctx<'_, T> {
         scratch.resize(m * k + k * n + m * n, T::zero());
         let (sa, rest) = scratch.split_at_mut(m * k);
         let (sb, sc) = rest.split_at_mut(k * n);
-        let tiny = gr.kind == GroupKind::Batched && m * n * k <= TINY_MNK;
+        let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
         for ((pa, pb), pc) in gr.a.iter().zip(&gr.b).zip(&gr.c) {
             // SAFETY: block offsets and views come from the operands' own layouts.
             unsafe {

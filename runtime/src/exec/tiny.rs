@@ -22,6 +22,29 @@ pub unsafe fn tiny_gemm<T: Scalar>(
     alpha: T,
 ) {
     let (m, n, k) = (cs.m, cs.n, ash.n);
+    if conj_a == Conj::No && conj_b == Conj::No && n * k <= 16 {
+        // thin: the whole of B in registers, one pass down the rows of A and C
+        let mut bv = [T::zero(); 16];
+        for p in 0..k {
+            for j in 0..n {
+                // SAFETY: (p, j) is inside B's view.
+                bv[p * n + j] =
+                    alpha * unsafe { *b.offset(p as isize * bsh.rs + j as isize * bsh.cs) };
+            }
+        }
+        for i in 0..m as isize {
+            for j in 0..n {
+                let mut acc = T::zero();
+                for p in 0..k {
+                    // SAFETY: (i, p) is inside A's view.
+                    acc += unsafe { *a.offset(i * ash.rs + p as isize * ash.cs) } * bv[p * n + j];
+                }
+                // SAFETY: (i, j) is inside C's view.
+                unsafe { *c.offset(i * cs.rs + j as isize * cs.cs) += acc };
+            }
+        }
+        return;
+    }
     if conj_a == Conj::No && conj_b == Conj::No && cs.cs == 1 && bsh.cs == 1 {
         // row-major output and B: rows of C accumulate scaled rows of B (vectorisable)
         for i in 0..m as isize {
