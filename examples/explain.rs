@@ -49,5 +49,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     print!("{}", plan.explain_with(Some(&times), 8));
+    // what the CUDA executor would launch, planned with the GPU's default constants
+    let gpu = build_plan(
+        &w.contraction,
+        &refs,
+        &PlanOptions {
+            model: CostModel::gpu_default(),
+            ..opts
+        },
+    )?;
+    let layouts: Vec<Vec<_>> = refs
+        .iter()
+        .map(|t| t.blocks().iter().map(|b| b.layout.clone()).collect())
+        .collect();
+    let low = blockcontract::exec::lower::lower(&gpu, &layouts);
+    let grouped = blockcontract::exec::lower::lower_with(
+        &gpu,
+        &layouts,
+        blockcontract::exec::lower::LowerOptions { grouped: true },
+    );
+    println!(
+        "GPU plan (default GPU constants): {} pair GEMMs -> {} kernel calls; device launches {} ({} GEMM), with grouped GEMM {} ({} GEMM)",
+        gpu.pair_gemms(),
+        gpu.kernel_calls(),
+        low.launches(),
+        low.gemm_launches(),
+        grouped.launches(),
+        grouped.gemm_launches()
+    );
     Ok(())
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use blockcontract::exec::lower::{interpret, lower, Lowered, Op};
+use blockcontract::exec::lower::{interpret, lower, lower_with, LowerOptions, Lowered, Op};
 use blockcontract::plan::{build_plan, GroupKind, Plan, PlanOptions};
 use blockcontract::workload::{checksum, load_expected, Workload};
 use blockcontract::{contract_dyn, DynTensor, Executor, Scalar};
@@ -29,6 +29,25 @@ fn options() -> Vec<PlanOptions> {
         ..PlanOptions::only(GroupKind::Rectangle)
     });
     v
+}
+
+/// Grouped lowering: no more GEMM launches than groups, each grouped launch's outputs in
+/// different hazard-free sets, and the same result.
+fn check_grouped<T: Scalar>(
+    plan: &Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    want: &ndarray::ArrayD<T>,
+) {
+    let plain = lower(plan, &layouts(ops));
+    let grouped = lower_with(plan, &layouts(ops), LowerOptions { grouped: true });
+    assert!(grouped.gemm_launches() <= plain.gemm_launches());
+    assert_eq!(
+        grouped.launches() + plain.gemm_launches(),
+        plain.launches() + grouped.gemm_launches()
+    );
+    let got = interpret(plan, &grouped, ops, alpha).unwrap();
+    assert!(common::rel_diff(&got.to_dense(), want) < 1e-12);
 }
 
 /// One GEMM launch per plan group; gathers at most three per group.
@@ -60,6 +79,7 @@ fn check<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
         let low = lower(&plan, &layouts(&ops));
         check_launches(&plan, &low);
         let got = interpret(&plan, &low, &ops, alpha).unwrap();
+        check_grouped(&plan, &ops, alpha, &want.to_dense());
         let d = common::rel_diff(&got.to_dense(), &want.to_dense());
         prop_assert!(d <= 1e-12, "relative difference {d}");
     }
@@ -101,6 +121,24 @@ fn lowered_workloads_match_the_peer_and_cut_launches() {
             let low = lower(&plan, &layouts(&refs));
             check_launches(&plan, &low);
             let y = interpret(&plan, &low, &refs, 1.0).unwrap();
+            assert!(
+                expected[name].agrees(y.norm(), checksum(&y), 1e-10),
+                "{name}"
+            );
+            let grouped = lower_with(&plan, &layouts(&refs), LowerOptions { grouped: true });
+            let yg = interpret(&plan, &grouped, &refs, 1.0).unwrap();
+            assert!(
+                expected[name].agrees(yg.norm(), checksum(&yg), 1e-10),
+                "{name} grouped"
+            );
+            eprintln!(
+                "{name}: {} pair GEMMs, {} launches ({} GEMM), grouped {} ({} GEMM)",
+                plan.pair_gemms(),
+                low.launches(),
+                low.gemm_launches(),
+                grouped.launches(),
+                grouped.gemm_launches()
+            );
             assert!(
                 expected[name].agrees(y.norm(), checksum(&y), 1e-10),
                 "{name}"

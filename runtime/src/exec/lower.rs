@@ -109,6 +109,13 @@ pub enum Op {
     },
     /// `cublas<t>gemm`.
     Gemm(GemmOp),
+    /// `cublas<t>gemmGroupedBatched` (CUDA >= 12.5): GEMMs of different shapes in one
+    /// launch. Their outputs are disjoint (one group per hazard-free set), so they may run
+    /// concurrently.
+    GemmGrouped {
+        /// The GEMMs.
+        gemms: Vec<GemmOp>,
+    },
     /// `cublas<t>gemmStridedBatched`: `batch` GEMMs, pointers advanced by the strides.
     GemmStridedBatched {
         /// The first GEMM.
@@ -173,6 +180,14 @@ impl Lowered {
             })
             .sum()
     }
+}
+
+/// How to lower.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Merge the single GEMMs of independent groups into grouped-batched launches
+    /// (cuBLAS >= 12.5).
+    pub grouped: bool,
 }
 
 /// A row-major-strided matrix as cuBLAS sees it: `(op needed to get X^T, ld)` when the
@@ -302,6 +317,11 @@ struct Lowerer<'a> {
 
 /// Lowers every step of a plan. `a_layouts`/`b_layouts` of operands come from the tensors.
 pub fn lower(plan: &Plan, operand_layouts: &[Vec<Layout>]) -> Lowered {
+    lower_with(plan, operand_layouts, LowerOptions::default())
+}
+
+/// [`lower`] with options.
+pub fn lower_with(plan: &Plan, operand_layouts: &[Vec<Layout>], options: LowerOptions) -> Lowered {
     let mut steps = Vec::new();
     let step_layouts: Vec<&[Layout]> = plan
         .steps
@@ -323,8 +343,14 @@ pub fn lower(plan: &Plan, operand_layouts: &[Vec<Layout>]) -> Lowered {
             ops: Vec::new(),
             scratch: [0; 3],
         };
+        let mut spans = Vec::with_capacity(st.plan.groups.len());
         for g in &st.plan.groups {
+            let start = lw.ops.len();
             lw.group(g);
+            spans.push(start..lw.ops.len());
+        }
+        if options.grouped {
+            lw.ops = group_singles(&st.plan, lw.ops, &spans);
         }
         steps.push(StepOps {
             ops: lw.ops,
@@ -335,6 +361,50 @@ pub fn lower(plan: &Plan, operand_layouts: &[Vec<Layout>]) -> Lowered {
         });
     }
     Lowered { steps }
+}
+
+/// Replaces the lone GEMMs of groups in different hazard-free sets by grouped launches, one
+/// group per set in each launch, so that no two GEMMs of a launch write the same element.
+fn group_singles(sp: &StepPlan, ops: Vec<Op>, spans: &[std::ops::Range<usize>]) -> Vec<Op> {
+    let mut comp_of = vec![0usize; spans.len()];
+    for (ci, comp) in sp.components.iter().enumerate() {
+        for &g in comp {
+            comp_of[g as usize] = ci;
+        }
+    }
+    let mut take = vec![false; ops.len()];
+    let mut rounds: Vec<(Vec<usize>, Vec<GemmOp>)> = Vec::new();
+    for (gi, span) in spans.iter().enumerate() {
+        if span.len() != 1 {
+            continue;
+        }
+        let Op::Gemm(g) = &ops[span.start] else {
+            continue;
+        };
+        take[span.start] = true;
+        let c = comp_of[gi];
+        match rounds.iter_mut().find(|r| !r.0.contains(&c)) {
+            Some(r) => {
+                r.0.push(c);
+                r.1.push(*g);
+            }
+            None => rounds.push((vec![c], vec![*g])),
+        }
+    }
+    let mut out: Vec<Op> = ops
+        .into_iter()
+        .zip(take)
+        .filter(|(_, t)| !t)
+        .map(|(o, _)| o)
+        .collect();
+    for (_, gemms) in rounds {
+        if gemms.len() == 1 {
+            out.push(Op::Gemm(gemms[0]));
+        } else {
+            out.push(Op::GemmGrouped { gemms });
+        }
+    }
+    out
 }
 
 impl Lowerer<'_> {
@@ -763,6 +833,11 @@ fn run_op<T: crate::scalar::Scalar>(op: &Op, bufs: &mut [Vec<T>; 6], alpha: T) {
             }
         }
         Op::Gemm(g) => gemm_ref(g, bufs, alpha, 0, 0, 0),
+        Op::GemmGrouped { gemms } => {
+            for g in gemms {
+                gemm_ref(g, bufs, alpha, 0, 0, 0);
+            }
+        }
         Op::GemmStridedBatched {
             gemm,
             batch,

@@ -39,6 +39,21 @@ impl Default for CostModel {
     }
 }
 
+impl CostModel {
+    /// GPU constants before calibration on a device: a 5 us launch, f64 GEMM at 50 TFLOP/s,
+    /// 3 TB/s memory (what `CudaDevice::cost_model` measures replaces them).
+    pub fn gpu_default() -> CostModel {
+        CostModel {
+            call_s: 5e-6,
+            tiny_call_s: 0.1e-6,
+            tiny_rate: 2.5e12,
+            peak_rate: 50e12,
+            elem_s: 8.0 / 3.0e12,
+            pack_elem_s: 16.0 / 3.0e12,
+        }
+    }
+}
+
 /// The largest `m*n*k` the tiny-GEMM kernel takes for any shape.
 pub const TINY_MNK: usize = 64;
 

@@ -5,7 +5,7 @@
 
 mod kernels;
 
-use super::lower::{lower, Buf, GemmOp, Lowered, Op, Trans};
+use super::lower::{lower_with, Buf, GemmOp, LowerOptions, Lowered, Op, Trans};
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
 use crate::plan::{CostModel, Input, Plan};
@@ -18,6 +18,24 @@ use cudarc::driver::{
 };
 use std::sync::Arc;
 
+/// Arguments of one grouped-batched GEMM launch (host arrays; pointer arrays on the device).
+pub struct GroupedArgs<'a, T> {
+    transa: &'a [cublasOperation_t],
+    transb: &'a [cublasOperation_t],
+    m: &'a [i32],
+    n: &'a [i32],
+    k: &'a [i32],
+    alpha: &'a [T],
+    lda: &'a [i32],
+    ldb: &'a [i32],
+    beta: &'a [T],
+    ldc: &'a [i32],
+    group_size: &'a [i32],
+    a: u64,
+    b: u64,
+    c: u64,
+}
+
 /// Element types the device executor runs (real; complex tensors get a typed error).
 pub trait DeviceScalar: Scalar + DeviceRepr + ValidAsZeroBits
 where
@@ -25,14 +43,51 @@ where
 {
     /// The C type in kernels.
     const C_TYPE: &'static str;
+    /// `cublas<t>gemmGroupedBatched`.
+    ///
+    /// # Safety
+    /// Every array has one entry per group; the device pointer arrays hold valid pointers.
+    unsafe fn grouped(
+        h: cudarc::cublas::sys::cublasHandle_t,
+        g: &GroupedArgs<'_, Self>,
+    ) -> cudarc::cublas::sys::cublasStatus_t;
 }
 
-impl DeviceScalar for f64 {
-    const C_TYPE: &'static str = "double";
+macro_rules! grouped_impl {
+    ($t:ty, $c:literal, $f:ident) => {
+        impl DeviceScalar for $t {
+            const C_TYPE: &'static str = $c;
+            unsafe fn grouped(
+                h: cudarc::cublas::sys::cublasHandle_t,
+                g: &GroupedArgs<'_, Self>,
+            ) -> cudarc::cublas::sys::cublasStatus_t {
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    cudarc::cublas::sys::$f(
+                        h,
+                        g.transa.as_ptr(),
+                        g.transb.as_ptr(),
+                        g.m.as_ptr(),
+                        g.n.as_ptr(),
+                        g.k.as_ptr(),
+                        g.alpha.as_ptr(),
+                        g.a as *const *const $t,
+                        g.lda.as_ptr(),
+                        g.b as *const *const $t,
+                        g.ldb.as_ptr(),
+                        g.beta.as_ptr(),
+                        g.c as *const *mut $t,
+                        g.ldc.as_ptr(),
+                        g.group_size.len() as i32,
+                        g.group_size.as_ptr(),
+                    )
+                }
+            }
+        }
+    };
 }
-impl DeviceScalar for f32 {
-    const C_TYPE: &'static str = "float";
-}
+grouped_impl!(f64, "double", cublasDgemmGroupedBatched);
+grouped_impl!(f32, "float", cublasSgemmGroupedBatched);
 
 fn cuda_err(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Cuda(format!("{what}: {e:?}"))
@@ -179,7 +234,13 @@ impl CudaDevice {
                     .collect()
             })
             .collect();
-        let lowered = lower(plan, &layouts);
+        let lowered = lower_with(
+            plan,
+            &layouts,
+            LowerOptions {
+                grouped: self.grouped_supported(),
+            },
+        );
         let mut descs = Vec::new();
         for st in &lowered.steps {
             let mut v = Vec::new();
@@ -278,6 +339,7 @@ impl CudaDevice {
                         )?;
                     }
                     Op::Gemm(g) => self.gemm(&mut bufs, g, a, None)?,
+                    Op::GemmGrouped { gemms } => self.grouped(&mut bufs, gemms, a)?,
                     Op::GemmStridedBatched {
                         gemm,
                         batch,
@@ -395,6 +457,97 @@ impl CudaDevice {
             }
         };
         r.map_err(|e| cuda_err("cuBLAS gemm", e))
+    }
+
+    /// Whether cuBLAS has grouped-batched GEMM (12.5 or newer).
+    pub fn grouped_supported(&self) -> bool {
+        let mut v: std::ffi::c_int = 0;
+        // SAFETY: a live handle and an out-pointer to an int.
+        let st = unsafe { cudarc::cublas::sys::cublasGetVersion_v2(*self.blas.handle(), &mut v) };
+        st == cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS && v >= 120500
+    }
+
+    fn grouped<T: DeviceScalar>(
+        &self,
+        bufs: &mut Bufs<'_, T>,
+        gemms: &[GemmOp],
+        alpha: T,
+    ) -> Result<()>
+    where
+        CudaBlas: Gemm<T>,
+    {
+        if !self.grouped_supported() {
+            for g in gemms {
+                self.gemm(bufs, g, alpha, None)?;
+            }
+            return Ok(());
+        }
+        let op = |t: Trans| match t {
+            Trans::N => cublasOperation_t::CUBLAS_OP_N,
+            Trans::T => cublasOperation_t::CUBLAS_OP_T,
+        };
+        let int = |x: usize| {
+            i32::try_from(x)
+                .map_err(|_| Error::Cuda(format!("dimension {x} exceeds cuBLAS's int range")))
+        };
+        let mut ptrs = [Vec::new(), Vec::new(), Vec::new()];
+        for g in gemms {
+            for (slot, p) in [(0usize, g.a), (1, g.b), (2, g.c)] {
+                let (base, _guard) =
+                    cudarc::driver::DevicePtr::device_ptr(bufs.get(p.buf), &self.stream);
+                ptrs[slot].push(base + (p.offset * std::mem::size_of::<T>()) as u64);
+            }
+        }
+        let dev = |v: &Vec<u64>| {
+            self.stream
+                .clone_htod(v)
+                .map_err(|e| cuda_err("pointer arrays", e))
+        };
+        let (da, db, dc) = (dev(&ptrs[0])?, dev(&ptrs[1])?, dev(&ptrs[2])?);
+        let addr = |s: &CudaSlice<u64>| cudarc::driver::DevicePtr::device_ptr(s, &self.stream).0;
+        let n = gemms.len();
+        let ta: Vec<_> = gemms.iter().map(|g| op(g.transa)).collect();
+        let tb: Vec<_> = gemms.iter().map(|g| op(g.transb)).collect();
+        let dims = |f: &dyn Fn(&GemmOp) -> usize| {
+            gemms
+                .iter()
+                .map(|g| int(f(g)))
+                .collect::<Result<Vec<i32>>>()
+        };
+        let (m, nn, k) = (dims(&|g| g.m)?, dims(&|g| g.n)?, dims(&|g| g.k)?);
+        let (lda, ldb, ldc) = (dims(&|g| g.lda)?, dims(&|g| g.ldb)?, dims(&|g| g.ldc)?);
+        let alphas = vec![alpha; n];
+        let betas: Vec<T> = gemms
+            .iter()
+            .map(|g| if g.accumulate { T::one() } else { T::zero() })
+            .collect();
+        let sizes = vec![1i32; n];
+        let args = GroupedArgs {
+            transa: &ta,
+            transb: &tb,
+            m: &m,
+            n: &nn,
+            k: &k,
+            alpha: &alphas,
+            lda: &lda,
+            ldb: &ldb,
+            beta: &betas,
+            ldc: &ldc,
+            group_size: &sizes,
+            a: addr(&da),
+            b: addr(&db),
+            c: addr(&dc),
+        };
+        // SAFETY: one entry per GEMM in every array; the pointers address elements inside
+        // the step's buffers (lowering invariant); outputs are disjoint across the launch.
+        let st = unsafe { T::grouped(*self.blas.handle(), &args) };
+        if st != cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(Error::Cuda(format!("cuBLAS grouped gemm: {st:?}")));
+        }
+        // the pointer arrays must outlive the launch: wait before they are freed
+        self.synchronize()?;
+        drop((da, db, dc));
+        Ok(())
     }
 
     /// GPU cost-model constants measured on this device (launch, GEMM rate, gather bandwidth).
