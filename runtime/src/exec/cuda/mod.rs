@@ -281,6 +281,10 @@ impl CudaDevice {
         }
         let gather = self.gather_kernel::<T>()?;
         let mut outs: Vec<Option<CudaSlice<T>>> = Vec::new();
+        // buffers freed only after the last launch is queued, so that no free synchronises
+        // the stream between steps
+        let mut keep: Vec<CudaSlice<T>> = Vec::new();
+        let mut keep_ptrs: Vec<CudaSlice<u64>> = Vec::new();
         for (si, st) in prep.lowered.steps.iter().enumerate() {
             let mut out: CudaSlice<T> = self
                 .stream
@@ -339,7 +343,9 @@ impl CudaDevice {
                         )?;
                     }
                     Op::Gemm(g) => self.gemm(&mut bufs, g, a, None)?,
-                    Op::GemmGrouped { gemms } => self.grouped(&mut bufs, gemms, a)?,
+                    Op::GemmGrouped { gemms } => {
+                        keep_ptrs.extend(self.grouped(&mut bufs, gemms, a)?)
+                    }
                     Op::GemmStridedBatched {
                         gemm,
                         batch,
@@ -354,14 +360,17 @@ impl CudaDevice {
                     )?,
                 }
             }
-            drop((sa, sb, sc));
-            let _ = plan;
+            keep.extend([sa, sb, sc]);
             outs.push(Some(out));
         }
         let data = outs
             .pop()
             .flatten()
             .ok_or_else(|| Error::Cuda("a plan without steps".into()))?;
+        // intermediates, scratch and pointer arrays are released only now, after every
+        // launch is queued (a free may synchronise: at most this once, at the end)
+        keep.extend(outs.into_iter().flatten());
+        drop((keep, keep_ptrs));
         let last = plan.steps.last().expect("steps");
         let g = &last.plan.geometry;
         let structure = DynTensor::from_shared(
@@ -472,7 +481,7 @@ impl CudaDevice {
         bufs: &mut Bufs<'_, T>,
         gemms: &[GemmOp],
         alpha: T,
-    ) -> Result<()>
+    ) -> Result<Vec<CudaSlice<u64>>>
     where
         CudaBlas: Gemm<T>,
     {
@@ -480,7 +489,7 @@ impl CudaDevice {
             for g in gemms {
                 self.gemm(bufs, g, alpha, None)?;
             }
-            return Ok(());
+            return Ok(Vec::new());
         }
         let op = |t: Trans| match t {
             Trans::N => cublasOperation_t::CUBLAS_OP_N,
@@ -544,10 +553,8 @@ impl CudaDevice {
         if st != cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
             return Err(Error::Cuda(format!("cuBLAS grouped gemm: {st:?}")));
         }
-        // the pointer arrays must outlive the launch: wait before they are freed
-        self.synchronize()?;
-        drop((da, db, dc));
-        Ok(())
+        // the pointer arrays must outlive the launch: the caller keeps them to the end
+        Ok(vec![da, db, dc])
     }
 
     /// GPU cost-model constants measured on this device (launch, GEMM rate, gather bandwidth).
