@@ -404,3 +404,27 @@ fn a_plan_refuses_operands_of_another_structure() {
     a2.scale(3.0);
     assert!(execute(&plan, &[&a2, &b], 1.0, 1, None).is_ok());
 }
+
+#[test]
+fn blocks_transposed_for_several_gemms_are_transposed_once() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let w = Workload::load(dir.join("hubbard_u1u1_m64_heff2.json")).unwrap();
+    let ops = w.build_operands::<f64>().unwrap();
+    let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+    let expected = load_expected(dir.join("expected.json")).unwrap();
+    for opts in [
+        PlanOptions::only(GroupKind::Batched),
+        PlanOptions::uncoalesced(),
+    ] {
+        let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
+        // the MPO steps read blocks of (L*psi) whose legs do not fuse, several times each
+        assert!(plan
+            .steps
+            .iter()
+            .any(|s| s.plan.cache_len.0 + s.plan.cache_len.1 > 0));
+        for threads in [1, 2] {
+            let (y, _, _) = execute(&plan, &refs, 1.0, threads, None).unwrap();
+            assert!(expected[&w.name].agrees(y.norm(), checksum(&y), 1e-10));
+        }
+    }
+}

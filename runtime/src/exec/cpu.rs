@@ -99,6 +99,10 @@ pub fn run_step<T: Scalar>(
         b,
         out_layouts: &sp.out_layouts,
         alpha,
+        cache: (
+            fill_cache(a, &sp.a_cache, sp.cache_len.0, &g.a_free, &g.a_contr),
+            fill_cache(b, &sp.b_cache, sp.cache_len.1, &g.b_contr, &g.b_free),
+        ),
     };
     if threads > 1 && sp.components.len() > 1 && times.is_none() {
         pool(threads).install(|| {
@@ -138,6 +142,37 @@ struct Ctx<'a, T> {
     b: &'a DynTensor<T>,
     out_layouts: &'a [Layout],
     alpha: T,
+    /// Transposed copies of the operand blocks the plan caches (A, then B).
+    cache: (Vec<T>, Vec<T>),
+}
+
+/// Transposes each cached block once, row-major `rows x cols`, at its slot.
+fn fill_cache<T: Scalar>(
+    t: &DynTensor<T>,
+    slots: &[Option<usize>],
+    len: usize,
+    rows: &[usize],
+    cols: &[usize],
+) -> Vec<T> {
+    let mut v = vec![T::zero(); len];
+    for (i, slot) in slots.iter().enumerate() {
+        if let Some(o) = slot {
+            let l = &t.blocks()[i].layout;
+            let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
+            // SAFETY: the slot holds the whole block (sized by the plan); the block is in `t`.
+            unsafe {
+                gather(
+                    t.data().as_ptr(),
+                    l,
+                    rows,
+                    cols,
+                    v.as_mut_ptr().add(*o),
+                    nn as isize,
+                )
+            };
+        }
+    }
+    v
 }
 
 /// A block's axes ordered rows then columns: dims, its own strides, and the strides it has
@@ -333,6 +368,23 @@ impl<T: Scalar> Ctx<'_, T> {
                 let l = &t.blocks()[i].layout;
                 let mm: usize = rows.iter().map(|&r| l.dims[r]).product();
                 let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
+                let (slots, cache) = if std::ptr::eq(t, self.a) {
+                    (&self.sp.a_cache, &self.cache.0)
+                } else {
+                    (&self.sp.b_cache, &self.cache.1)
+                };
+                if let Some(o) = slots.get(i).copied().flatten() {
+                    // SAFETY: the cache holds this block's transposed copy at `o`.
+                    return (
+                        unsafe { cache.as_ptr().add(o) },
+                        MatShape {
+                            m: mm,
+                            rs: nn as isize,
+                            n: nn,
+                            cs: 1,
+                        },
+                    );
+                }
                 // SAFETY: `buf` holds at least mm * nn elements (scratch sized by the group).
                 unsafe { gather(t.data().as_ptr(), l, rows, cols, buf, nn as isize) };
                 (

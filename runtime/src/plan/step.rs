@@ -127,6 +127,13 @@ pub struct StepPlan {
     pub scratch_elems: usize,
     /// The output's blocks and layouts, shared by every output this plan makes.
     pub out_index: Arc<BlockIndex>,
+    /// Operand blocks that need a transpose and feed several single/batched GEMMs are
+    /// transposed once per step into a cache: per A block, its offset there.
+    pub a_cache: Vec<Option<usize>>,
+    /// Likewise for B.
+    pub b_cache: Vec<Option<usize>>,
+    /// Cache lengths (A, B).
+    pub cache_len: (usize, usize),
 }
 
 impl StepPlan {
@@ -238,6 +245,9 @@ pub fn plan_step<T: Scalar>(
         components: Vec::new(),
         scratch_elems: 0,
         out_index: Arc::new(BlockIndex::new(Vec::new())),
+        a_cache: Vec::new(),
+        b_cache: Vec::new(),
+        cache_len: (0, 0),
     };
     let model = opts.model;
     // pairs by coupled sector (the charge carried across the contracted legs)
@@ -271,6 +281,9 @@ pub fn plan_step<T: Scalar>(
     }
     sp.components = components(&groups, sp.out_keys.len());
     sp.scratch_elems = groups.iter().map(scratch_of).max().unwrap_or(0);
+    let (ac, al) = transpose_cache(&groups, &sp.a_mats, a, |g| &g.a);
+    let (bc, bl) = transpose_cache(&groups, &sp.b_mats, b, |g| &g.b);
+    (sp.a_cache, sp.b_cache, sp.cache_len) = (ac, bc, (al, bl));
     sp.groups = groups;
     sp.out_index = Arc::new(BlockIndex::new(
         sp.out_keys
@@ -283,6 +296,40 @@ pub fn plan_step<T: Scalar>(
             .collect(),
     ));
     Ok(sp)
+}
+
+/// Blocks that need a transpose and are used by two or more member GEMMs get a slot in a
+/// per-step cache (transposed once instead of once per use).
+fn transpose_cache<T: Scalar>(
+    groups: &[Group],
+    mats: &[Option<MatShape>],
+    t: &DynTensor<T>,
+    places: impl Fn(&Group) -> &Vec<Place>,
+) -> (Vec<Option<usize>>, usize) {
+    let mut uses = vec![0u32; mats.len()];
+    for g in groups
+        .iter()
+        .filter(|g| matches!(g.kind, GroupKind::Single | GroupKind::Batched))
+    {
+        for p in places(g) {
+            if mats[p.block as usize].is_none() {
+                uses[p.block as usize] += 1;
+            }
+        }
+    }
+    let mut off = 0;
+    let slots = uses
+        .iter()
+        .enumerate()
+        .map(|(i, &u)| {
+            (u >= 2).then(|| {
+                let o = off;
+                off += t.blocks()[i].layout.len();
+                o
+            })
+        })
+        .collect();
+    (slots, off)
 }
 
 fn family_kind(ks: &Keys, ps: &[u32]) -> GroupKind {
