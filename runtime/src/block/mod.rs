@@ -308,7 +308,7 @@ impl<T: Scalar> DynTensor<T> {
         &self.data
     }
     /// The same structure with another buffer (same length as the layouts need).
-    #[allow(dead_code)]
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn with_data(&self, data: Vec<T>) -> Self {
         DynTensor {
             legs: self.legs.clone(),

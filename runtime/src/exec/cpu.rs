@@ -534,8 +534,3 @@ pub unsafe fn faer_gemm<T: Scalar>(
     // SAFETY: forwarded from the caller.
     unsafe { gemm(c, cs, Accum::Add, a, ash, ca, b, bsh, cb, alpha) }
 }
-
-/// Conjugation flags of a step, re-exported for lowering code.
-pub fn step_conj(sp: &StepPlan) -> (Conj, Conj) {
-    sp.geometry.conj
-}

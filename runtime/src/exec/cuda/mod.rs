@@ -604,11 +604,6 @@ impl<T: DeviceRepr> Bufs<'_, T> {
             Buf::ScratchC => self.sc,
         }
     }
-    fn view(&self, b: Buf, off: usize) -> Result<View<'_, T>> {
-        self.get(b)
-            .try_slice(off..)
-            .ok_or_else(|| Error::Cuda(format!("offset {off} outside {b:?}")))
-    }
     fn pair(&mut self, src: Buf, dst: Buf) -> Result<(View<'_, T>, ViewMut<'_, T>)> {
         let (s, d): (&CudaSlice<T>, &mut CudaSlice<T>) = match (src, dst) {
             (Buf::Left, Buf::ScratchA) => (self.left, self.sa),
@@ -641,7 +636,6 @@ impl<T: DeviceRepr> Bufs<'_, T> {
             .try_slice(g.b.offset..)
             .ok_or_else(|| bad("B"))?;
         let c = c_buf.try_slice_mut(g.c.offset..).ok_or_else(|| bad("C"))?;
-        let _ = Self::view;
         Ok((a, b, c))
     }
 }
