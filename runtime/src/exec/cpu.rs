@@ -265,6 +265,51 @@ unsafe fn scatter_add<T: Scalar>(
     };
 }
 
+/// A concatenating group's operand: in place, or its blocks gathered into `buf` as one
+/// row-major `r x c` matrix.
+///
+/// # Safety
+/// `buf` holds `r * c` elements when the access is packed; places lie inside the matrix.
+unsafe fn concat_operand<T: Scalar>(
+    t: &DynTensor<T>,
+    access: &Access,
+    places: &[Place],
+    rows: &[usize],
+    cols: &[usize],
+    (r, c): (usize, usize),
+    buf: &mut [T],
+) -> (*const T, MatShape) {
+    match *access {
+        // SAFETY: the plan's base offset lies in the tensor's buffer.
+        Access::Direct(s, base) => (unsafe { t.data().as_ptr().add(base) }, s),
+        Access::Packed => {
+            for p in places {
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    let dst = buf.as_mut_ptr().add(p.row * c + p.col);
+                    gather(
+                        t.data().as_ptr(),
+                        &t.blocks()[p.block as usize].layout,
+                        rows,
+                        cols,
+                        dst,
+                        c as isize,
+                    );
+                }
+            }
+            (
+                buf.as_ptr(),
+                MatShape {
+                    m: r,
+                    rs: c as isize,
+                    n: c,
+                    cs: 1,
+                },
+            )
+        }
+    }
+}
+
 impl<T: Scalar> Ctx<'_, T> {
     /// # Safety
     /// `out` is the step's output buffer; no other thread writes the group's blocks.
@@ -416,56 +461,24 @@ impl<T: Scalar> Ctx<'_, T> {
         let (sb, sc) = rest.split_at_mut(lb);
         // SAFETY: places lie inside the group's matrices; blocks inside their buffers.
         unsafe {
-            let (ap, ash) = match gr.a_access {
-                Access::Direct(s, base) => (self.a.data().as_ptr().add(base), s),
-                Access::Packed => {
-                    for p in &gr.a {
-                        let dst = sa.as_mut_ptr().add(p.row * k + p.col);
-                        gather(
-                            self.a.data().as_ptr(),
-                            &self.a.blocks()[p.block as usize].layout,
-                            &g.a_free,
-                            &g.a_contr,
-                            dst,
-                            k as isize,
-                        );
-                    }
-                    (
-                        sa.as_ptr(),
-                        MatShape {
-                            m,
-                            rs: k as isize,
-                            n: k,
-                            cs: 1,
-                        },
-                    )
-                }
-            };
-            let (bp, bsh) = match gr.b_access {
-                Access::Direct(s, base) => (self.b.data().as_ptr().add(base), s),
-                Access::Packed => {
-                    for p in &gr.b {
-                        let dst = sb.as_mut_ptr().add(p.row * n + p.col);
-                        gather(
-                            self.b.data().as_ptr(),
-                            &self.b.blocks()[p.block as usize].layout,
-                            &g.b_contr,
-                            &g.b_free,
-                            dst,
-                            n as isize,
-                        );
-                    }
-                    (
-                        sb.as_ptr(),
-                        MatShape {
-                            m: k,
-                            rs: n as isize,
-                            n,
-                            cs: 1,
-                        },
-                    )
-                }
-            };
+            let (ap, ash) = concat_operand(
+                self.a,
+                &gr.a_access,
+                &gr.a,
+                &g.a_free,
+                &g.a_contr,
+                (m, k),
+                sa,
+            );
+            let (bp, bsh) = concat_operand(
+                self.b,
+                &gr.b_access,
+                &gr.b,
+                &g.b_contr,
+                &g.b_free,
+                (k, n),
+                sb,
+            );
             match gr.c_access {
                 Access::Direct(s, base) => gemm(
                     out.add(base),

@@ -307,6 +307,19 @@ fn block_segment(
     }
 }
 
+/// One operand side of a group, for the lowering of its accesses.
+struct Side<'a> {
+    src: Buf,
+    scratch: Buf,
+    slot: usize,
+    places: &'a [Place],
+    mats: &'a [Option<MatShape>],
+    layouts: &'a [Layout],
+    rows: &'a [usize],
+    cols: &'a [usize],
+    conj: Conj,
+}
+
 struct Lowerer<'a> {
     sp: &'a StepPlan,
     a_layouts: &'a [Layout],
@@ -546,6 +559,57 @@ impl Lowerer<'_> {
         });
     }
 
+    /// A member operand: in place when every member's block sits at a constant stride with
+    /// one shape, else all members' blocks gathered into scratch (one kernel).
+    fn member_operand(
+        &mut self,
+        side: &Side<'_>,
+        direct: Option<(usize, isize, MatShape)>,
+        r: usize,
+        c: usize,
+    ) -> (Ptr, usize, MatShape) {
+        if let Some((o, st, s)) = direct {
+            return (
+                Ptr {
+                    buf: side.src,
+                    offset: o,
+                },
+                st as usize,
+                s,
+            );
+        }
+        let places: Vec<(usize, Place)> = side
+            .places
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (i * r * c, *p))
+            .collect();
+        self.gather(
+            side.src,
+            side.scratch,
+            &places,
+            side.layouts,
+            side.rows,
+            side.cols,
+            c,
+            side.conj == Conj::Yes,
+        );
+        self.scratch[side.slot] = self.scratch[side.slot].max(side.places.len() * r * c);
+        (
+            Ptr {
+                buf: side.scratch,
+                offset: 0,
+            },
+            r * c,
+            MatShape {
+                m: r,
+                rs: c as isize,
+                n: c,
+                cs: 1,
+            },
+        )
+    }
+
     /// Single and batched groups: one GEMM launch (strided-batched for several members),
     /// operands that cannot be addressed uniformly gathered first.
     fn members(&mut self, g: &Group) {
@@ -579,93 +643,35 @@ impl Lowerer<'_> {
             }
             (step >= 0).then_some((o0, step, s0))
         };
-        let a = uniform(&g.a, &sp.a_mats, self.a_layouts, geo.conj.0)
-            .filter(|(_, _, s)| form(s, true).is_some());
-        let b = uniform(&g.b, &sp.b_mats, self.b_layouts, geo.conj.1)
-            .filter(|(_, _, s)| form(s, true).is_some());
         let c = uniform(&g.c, &sp.c_mats, &sp.out_layouts, Conj::No);
-        let (ap, astep, ash) = match a {
-            Some((o, st, s)) => (
-                Ptr {
-                    buf: Buf::Left,
-                    offset: o,
-                },
-                st as usize,
-                s,
-            ),
-            None => {
-                let places: Vec<(usize, Place)> =
-                    g.a.iter()
-                        .enumerate()
-                        .map(|(i, p)| (i * m * k, *p))
-                        .collect();
-                self.gather(
-                    Buf::Left,
-                    Buf::ScratchA,
-                    &places,
-                    self.a_layouts,
-                    &geo.a_free,
-                    &geo.a_contr,
-                    k,
-                    geo.conj.0 == Conj::Yes,
-                );
-                self.scratch[0] = self.scratch[0].max(cnt * m * k);
-                (
-                    Ptr {
-                        buf: Buf::ScratchA,
-                        offset: 0,
-                    },
-                    m * k,
-                    MatShape {
-                        m,
-                        rs: k as isize,
-                        n: k,
-                        cs: 1,
-                    },
-                )
-            }
+        let a_side = Side {
+            src: Buf::Left,
+            scratch: Buf::ScratchA,
+            slot: 0,
+            places: &g.a,
+            mats: &sp.a_mats,
+            layouts: self.a_layouts,
+            rows: &geo.a_free,
+            cols: &geo.a_contr,
+            conj: geo.conj.0,
         };
-        let (bp, bstep, bsh) = match b {
-            Some((o, st, s)) => (
-                Ptr {
-                    buf: Buf::Right,
-                    offset: o,
-                },
-                st as usize,
-                s,
-            ),
-            None => {
-                let places: Vec<(usize, Place)> =
-                    g.b.iter()
-                        .enumerate()
-                        .map(|(i, p)| (i * k * n, *p))
-                        .collect();
-                self.gather(
-                    Buf::Right,
-                    Buf::ScratchB,
-                    &places,
-                    self.b_layouts,
-                    &geo.b_contr,
-                    &geo.b_free,
-                    n,
-                    geo.conj.1 == Conj::Yes,
-                );
-                self.scratch[1] = self.scratch[1].max(cnt * k * n);
-                (
-                    Ptr {
-                        buf: Buf::ScratchB,
-                        offset: 0,
-                    },
-                    k * n,
-                    MatShape {
-                        m: k,
-                        rs: n as isize,
-                        n,
-                        cs: 1,
-                    },
-                )
-            }
+        let b_side = Side {
+            src: Buf::Right,
+            scratch: Buf::ScratchB,
+            slot: 1,
+            places: &g.b,
+            mats: &sp.b_mats,
+            layouts: self.b_layouts,
+            rows: &geo.b_contr,
+            cols: &geo.b_free,
+            conj: geo.conj.1,
         };
+        let a = uniform(a_side.places, a_side.mats, a_side.layouts, a_side.conj)
+            .filter(|(_, _, s)| form(s, true).is_some());
+        let b = uniform(b_side.places, b_side.mats, b_side.layouts, b_side.conj)
+            .filter(|(_, _, s)| form(s, true).is_some());
+        let (ap, astep, ash) = self.member_operand(&a_side, a, m, k);
+        let (bp, bstep, bsh) = self.member_operand(&b_side, b, k, n);
         let direct_c = c.and_then(|(o, st, s)| {
             cublas_form(
                 (
