@@ -18,7 +18,7 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KernelCounts {
     /// Calls per [`GroupKind`], in [`GroupKind::ALL`] order.
-    pub by_kind: [usize; 5],
+    pub by_kind: [usize; 6],
     /// Block pairs covered.
     pub pairs: usize,
 }
@@ -317,7 +317,9 @@ impl<T: Scalar> Ctx<'_, T> {
         // SAFETY: forwarded.
         unsafe {
             match gr.kind {
-                GroupKind::Single | GroupKind::Batched => self.run_members(gr, out, scratch),
+                GroupKind::Single | GroupKind::Batched | GroupKind::Grouped => {
+                    self.run_members(gr, out, scratch)
+                }
                 _ => self.run_concat(gr, out, scratch),
             }
         }
@@ -332,7 +334,9 @@ impl<T: Scalar> Ctx<'_, T> {
         let (sa, rest) = scratch.split_at_mut(m * k);
         let (sb, sc) = rest.split_at_mut(k * n);
         let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
-        for ((pa, pb), pc) in gr.a.iter().zip(&gr.b).zip(&gr.c) {
+        for (((pa, pb), pc), &pi) in gr.a.iter().zip(&gr.b).zip(&gr.c).zip(&gr.pairs) {
+            // each member's own shape (grouped members differ; the scratch fits the largest)
+            let (m, n) = (sp.pairs[pi as usize].m, sp.pairs[pi as usize].n);
             // SAFETY: block offsets and views come from the operands' own layouts.
             unsafe {
                 let (ap, ash) = self.operand(
@@ -357,7 +361,7 @@ impl<T: Scalar> Ctx<'_, T> {
                 let (cp, csh, direct) = match sp.c_mats[pc.block as usize] {
                     Some(s) => (out.add(cl.offset), s, true),
                     None => {
-                        sc.iter_mut().for_each(|x| *x = T::zero());
+                        sc[..m * n].iter_mut().for_each(|x| *x = T::zero());
                         (
                             sc.as_mut_ptr(),
                             MatShape {

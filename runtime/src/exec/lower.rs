@@ -326,6 +326,7 @@ struct Lowerer<'a> {
     b_layouts: &'a [Layout],
     ops: Vec<Op>,
     scratch: [usize; 3],
+    grouped: bool,
 }
 
 /// Lowers every step of a plan. `a_layouts`/`b_layouts` of operands come from the tensors.
@@ -355,6 +356,7 @@ pub fn lower_with(plan: &Plan, operand_layouts: &[Vec<Layout>], options: LowerOp
             b_layouts: layouts(st.right),
             ops: Vec::new(),
             scratch: [0; 3],
+            grouped: options.grouped,
         };
         let mut spans = Vec::with_capacity(st.plan.groups.len());
         for g in &st.plan.groups {
@@ -424,6 +426,7 @@ impl Lowerer<'_> {
     fn group(&mut self, g: &Group) {
         match g.kind {
             GroupKind::Single | GroupKind::Batched => self.members(g),
+            GroupKind::Grouped => self.grouped_members(g),
             _ => self.concat(g),
         }
     }
@@ -556,6 +559,203 @@ impl Lowerer<'_> {
             segments,
             accumulate: true,
             conj: false,
+        });
+    }
+
+    /// A grouped call: each member reaches its blocks in place where cuBLAS can, else through
+    /// its own region of scratch (one gather kernel per operand for the whole call); one
+    /// grouped GEMM launch (or one GEMM per member without grouped GEMM); one scatter.
+    fn grouped_members(&mut self, g: &Group) {
+        let sp = self.sp;
+        let geo = &sp.geometry;
+        let (mut ga, mut gb) = (Vec::new(), Vec::new());
+        let (mut oa, mut ob, mut oc) = (0usize, 0usize, 0usize);
+        let mut gemms = Vec::new();
+        let mut scatter = Vec::new();
+        for (((pa, pb), pc), &pi) in g.a.iter().zip(&g.b).zip(&g.c).zip(&g.pairs) {
+            let pr = sp.pairs[pi as usize];
+            let (m, n, k) = (pr.m, pr.n, pr.k);
+            let direct =
+                |mats: &[Option<MatShape>], layouts: &[Layout], p: &Place, buf: Buf, conj: Conj| {
+                    mats[p.block as usize]
+                        .filter(|s| conj == Conj::No && form(s, true).is_some())
+                        .map(|s| {
+                            (
+                                Ptr {
+                                    buf,
+                                    offset: layouts[p.block as usize].offset,
+                                },
+                                s,
+                            )
+                        })
+                };
+            let a = direct(&sp.a_mats, self.a_layouts, pa, Buf::Left, geo.conj.0).unwrap_or_else(
+                || {
+                    ga.push((oa, *pa));
+                    oa += m * k;
+                    (
+                        Ptr {
+                            buf: Buf::ScratchA,
+                            offset: oa - m * k,
+                        },
+                        MatShape {
+                            m,
+                            rs: k as isize,
+                            n: k,
+                            cs: 1,
+                        },
+                    )
+                },
+            );
+            let b = direct(&sp.b_mats, self.b_layouts, pb, Buf::Right, geo.conj.1).unwrap_or_else(
+                || {
+                    gb.push((ob, *pb));
+                    ob += k * n;
+                    (
+                        Ptr {
+                            buf: Buf::ScratchB,
+                            offset: ob - k * n,
+                        },
+                        MatShape {
+                            m: k,
+                            rs: n as isize,
+                            n,
+                            cs: 1,
+                        },
+                    )
+                },
+            );
+            let c = sp.c_mats[pc.block as usize].map(|s| {
+                (
+                    Ptr {
+                        buf: Buf::Out,
+                        offset: sp.out_layouts[pc.block as usize].offset,
+                    },
+                    s,
+                )
+            });
+            match c.and_then(|c| cublas_form(c, a, b, true)) {
+                Some(op) => gemms.push(op),
+                None => {
+                    let cs = (
+                        Ptr {
+                            buf: Buf::ScratchC,
+                            offset: oc,
+                        },
+                        MatShape {
+                            m,
+                            rs: n as isize,
+                            n,
+                            cs: 1,
+                        },
+                    );
+                    gemms.push(
+                        cublas_form(cs, a, b, false).expect("packed operands are addressable"),
+                    );
+                    scatter.push(block_segment(
+                        &sp.out_layouts[pc.block as usize],
+                        &geo.c_rows,
+                        &geo.c_cols,
+                        n,
+                        oc,
+                        true,
+                    ));
+                    oc += m * n;
+                }
+            }
+        }
+        if !ga.is_empty() {
+            let places: Vec<(usize, Place)> = ga
+                .iter()
+                .map(|&(o, p)| {
+                    (
+                        o,
+                        Place {
+                            row: 0,
+                            col: 0,
+                            ..p
+                        },
+                    )
+                })
+                .collect();
+            self.gather_members(
+                Buf::Left,
+                Buf::ScratchA,
+                &places,
+                true,
+                geo.conj.0 == Conj::Yes,
+            );
+        }
+        if !gb.is_empty() {
+            let places: Vec<(usize, Place)> = gb
+                .iter()
+                .map(|&(o, p)| {
+                    (
+                        o,
+                        Place {
+                            row: 0,
+                            col: 0,
+                            ..p
+                        },
+                    )
+                })
+                .collect();
+            self.gather_members(
+                Buf::Right,
+                Buf::ScratchB,
+                &places,
+                false,
+                geo.conj.1 == Conj::Yes,
+            );
+        }
+        self.scratch[0] = self.scratch[0].max(oa);
+        self.scratch[1] = self.scratch[1].max(ob);
+        self.scratch[2] = self.scratch[2].max(oc);
+        if self.grouped {
+            self.ops.push(Op::GemmGrouped { gemms });
+        } else {
+            self.ops.extend(gemms.into_iter().map(Op::Gemm));
+        }
+        if !scatter.is_empty() {
+            self.ops.push(Op::Gather {
+                src: Buf::ScratchC,
+                dst: Buf::Out,
+                segments: scatter,
+                accumulate: true,
+                conj: false,
+            });
+        }
+    }
+
+    /// Gathers member blocks (each its own row-major matrix at its offset) into scratch.
+    fn gather_members(
+        &mut self,
+        src: Buf,
+        dst: Buf,
+        places: &[(usize, Place)],
+        is_a: bool,
+        conj: bool,
+    ) {
+        let geo = &self.sp.geometry;
+        let (layouts, rows, cols) = if is_a {
+            (self.a_layouts, &geo.a_free, &geo.a_contr)
+        } else {
+            (self.b_layouts, &geo.b_contr, &geo.b_free)
+        };
+        let segments = places
+            .iter()
+            .map(|(base, p)| {
+                let l = &layouts[p.block as usize];
+                let c: usize = cols.iter().map(|&x| l.dims[x]).product();
+                block_segment(l, rows, cols, c, *base, false)
+            })
+            .collect();
+        self.ops.push(Op::Gather {
+            src,
+            dst,
+            segments,
+            accumulate: false,
+            conj,
         });
     }
 

@@ -23,6 +23,8 @@ pub struct CostModel {
     pub elem_s: f64,
     /// Cost per element gathered into or scattered from a packed buffer.
     pub pack_elem_s: f64,
+    /// Fixed cost of one member of a grouped call (a GEMM call per member on a CPU).
+    pub member_s: f64,
 }
 
 impl Default for CostModel {
@@ -35,6 +37,7 @@ impl Default for CostModel {
             peak_rate: 100e9,
             elem_s: 0.15e-9,
             pack_elem_s: 0.5e-9,
+            member_s: 60e-9,
         }
     }
 }
@@ -50,6 +53,7 @@ impl CostModel {
             peak_rate: 50e12,
             elem_s: 8.0 / 3.0e12,
             pack_elem_s: 16.0 / 3.0e12,
+            member_s: 0.1e-6,
         }
     }
 }
@@ -207,6 +211,7 @@ fn measure() -> CostModel {
         peak_rate: finite(peak_rate, d.peak_rate),
         elem_s: if elem_s.is_finite() { elem_s } else { d.elem_s },
         pack_elem_s: finite(t_pack / n as f64, d.pack_elem_s),
+        member_s: finite(call_s, d.call_s),
     }
 }
 
@@ -214,13 +219,14 @@ impl std::fmt::Display for CostModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "call {:.1} ns, tiny call {:.1} ns, tiny rate {:.2} GFLOP/s, peak {:.1} GFLOP/s, stream {:.3} ns/elem, pack {:.3} ns/elem",
+            "call {:.1} ns, tiny call {:.1} ns, tiny rate {:.2} GFLOP/s, peak {:.1} GFLOP/s, stream {:.3} ns/elem, pack {:.3} ns/elem, grouped member {:.1} ns",
             self.call_s * 1e9,
             self.tiny_call_s * 1e9,
             self.tiny_rate / 1e9,
             self.peak_rate / 1e9,
             self.elem_s * 1e9,
-            self.pack_elem_s * 1e9
+            self.pack_elem_s * 1e9,
+            self.member_s * 1e9
         )
     }
 }

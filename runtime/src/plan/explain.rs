@@ -32,7 +32,7 @@ impl Plan {
         let _ = writeln!(s, "cost model: {m}");
         for (si, st) in self.steps.iter().enumerate() {
             let p = &st.plan;
-            let mut by = [0usize; 5];
+            let mut by = [0usize; GroupKind::ALL.len()];
             for g in &p.groups {
                 by[g.kind as usize] += 1;
             }

@@ -10,6 +10,9 @@ pub enum GroupKind {
     Single,
     /// Same-shape pairs, one batched call (strided or pointer-array batched on a GPU).
     Batched,
+    /// Pairs of different shapes writing different output blocks, one grouped call
+    /// (cuBLAS grouped-batched GEMM on a GPU; a loop of GEMMs on a CPU).
+    Grouped,
     /// One contracted block key; the A blocks sharing it are stacked as rows and the B blocks
     /// sharing it as columns: one taller (and wider) GEMM. Every output tile is a real block.
     FreeAxis,
@@ -25,15 +28,17 @@ impl GroupKind {
         match self {
             GroupKind::Single => "single",
             GroupKind::Batched => "batched",
+            GroupKind::Grouped => "grouped",
             GroupKind::FreeAxis => "free-axis",
             GroupKind::ContractionAxis => "contraction-axis",
             GroupKind::Rectangle => "rectangle",
         }
     }
     /// Every kind.
-    pub const ALL: [GroupKind; 5] = [
+    pub const ALL: [GroupKind; 6] = [
         GroupKind::Single,
         GroupKind::Batched,
+        GroupKind::Grouped,
         GroupKind::FreeAxis,
         GroupKind::ContractionAxis,
         GroupKind::Rectangle,
@@ -80,7 +85,8 @@ pub struct Group {
     pub kind: GroupKind,
     /// The block pairs it covers (positions in the step's pair list).
     pub pairs: Vec<u32>,
-    /// Rows of the (concatenated) GEMM; for `Batched`, of each member.
+    /// Rows of the (concatenated) GEMM; for `Batched`, of each member; for `Grouped`, of the
+    /// largest member (each member's shape is its pair's).
     pub m: usize,
     /// Columns.
     pub n: usize,
@@ -113,6 +119,14 @@ pub struct Group {
 }
 
 impl Group {
+    /// Whether the group runs its pairs as separate member GEMMs (single, batched, grouped).
+    pub fn is_members(&self) -> bool {
+        matches!(
+            self.kind,
+            GroupKind::Single | GroupKind::Batched | GroupKind::Grouped
+        )
+    }
+
     /// Kernel calls this group issues (one for every kind).
     pub fn kernel_calls(&self) -> usize {
         1

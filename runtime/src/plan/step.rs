@@ -35,6 +35,8 @@ pub struct PlanOptions {
     pub contraction_axis: bool,
     /// Fully populated rectangles allowed.
     pub rectangle: bool,
+    /// Grouped calls (pairs of different shapes, different outputs) allowed.
+    pub grouped: bool,
     /// How kinds are chosen.
     pub policy: Policy,
     /// The cost model's constants.
@@ -49,6 +51,7 @@ impl Default for PlanOptions {
             free_axis: true,
             contraction_axis: true,
             rectangle: true,
+            grouped: true,
             policy: Policy::CostModel,
             model: CostModel::calibrated(),
         }
@@ -63,6 +66,7 @@ impl PlanOptions {
             free_axis: false,
             contraction_axis: false,
             rectangle: false,
+            grouped: false,
             ..Self::default()
         }
     }
@@ -73,6 +77,7 @@ impl PlanOptions {
             free_axis: kind == GroupKind::FreeAxis,
             contraction_axis: kind == GroupKind::ContractionAxis,
             rectangle: kind == GroupKind::Rectangle,
+            grouped: kind == GroupKind::Grouped,
             policy: Policy::Always,
             model: CostModel::default(),
         }
@@ -84,13 +89,28 @@ impl PlanOptions {
             self.free_axis,
             self.contraction_axis,
             self.rectangle,
+            self.grouped,
         ]
         .iter()
         .enumerate()
         {
             h |= (*b as u64) << i;
         }
-        h | ((self.policy == Policy::Always) as u64) << 8
+        let mut f = crate::plan::cache::Fx::default();
+        f.write(h | ((self.policy == Policy::Always) as u64) << 8);
+        let m = &self.model;
+        for x in [
+            m.call_s,
+            m.tiny_call_s,
+            m.tiny_rate,
+            m.peak_rate,
+            m.elem_s,
+            m.pack_elem_s,
+            m.member_s,
+        ] {
+            f.write(x.to_bits());
+        }
+        f.finish()
     }
 }
 
@@ -307,10 +327,7 @@ fn transpose_cache<T: Scalar>(
     places: impl Fn(&Group) -> &Vec<Place>,
 ) -> (Vec<Option<usize>>, usize) {
     let mut uses = vec![0u32; mats.len()];
-    for g in groups
-        .iter()
-        .filter(|g| matches!(g.kind, GroupKind::Single | GroupKind::Batched))
-    {
+    for g in groups.iter().filter(|g| g.is_members()) {
         for p in places(g) {
             if mats[p.block as usize].is_none() {
                 uses[p.block as usize] += 1;
@@ -561,11 +578,67 @@ fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions) -> Vec<Gr
             );
         }
     }
+    if opts.grouped {
+        out = group_singles(sp, out, opts);
+    }
+    out
+}
+
+/// Singles left after batching become grouped calls: members of different shapes, each
+/// output block at most once per call (so a GPU may run them concurrently), taken where the
+/// cost model says so (on a CPU a grouped call is a loop of GEMMs: a tie, broken towards
+/// fewer calls).
+fn group_singles(sp: &StepPlan, groups: Vec<Group>, opts: &PlanOptions) -> Vec<Group> {
+    let (singles, mut out): (Vec<Group>, Vec<Group>) = groups
+        .into_iter()
+        .partition(|g| g.kind == GroupKind::Single);
+    let mut calls: Vec<(Vec<u32>, std::collections::HashSet<u32>)> = Vec::new();
+    for g in &singles {
+        let p = g.pairs[0];
+        let c = sp.pairs[p as usize].c;
+        match calls.iter_mut().find(|(_, cs)| !cs.contains(&c)) {
+            Some((ps, cs)) => {
+                ps.push(p);
+                cs.insert(c);
+            }
+            None => calls.push((vec![p], [c].into_iter().collect())),
+        }
+    }
+    let m = &opts.model;
+    for (ps, _) in calls {
+        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, m)).sum();
+        let grouped = m.call_s + sep - ps.len() as f64 * (m.call_s - m.member_s);
+        let take = ps.len() > 1
+            && match opts.policy {
+                Policy::Always => true,
+                Policy::CostModel => grouped <= sep * (1.0 + TIE),
+            };
+        if take {
+            out.push(member_group(sp, &ps, GroupKind::Grouped));
+        } else {
+            out.extend(
+                ps.iter()
+                    .map(|&p| member_group(sp, &[p], GroupKind::Single)),
+            );
+        }
+    }
     out
 }
 
 fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
-    let pr0 = sp.pairs[ps[0] as usize];
+    // the largest member's extents (all equal for single and batched groups)
+    let max = |f: fn(&PairGemm) -> usize| {
+        ps.iter()
+            .map(|&p| f(&sp.pairs[p as usize]))
+            .max()
+            .unwrap_or(0)
+    };
+    let pr0 = PairGemm {
+        m: max(|p| p.m),
+        n: max(|p| p.n),
+        k: max(|p| p.k),
+        ..sp.pairs[ps[0] as usize]
+    };
     let place = |block| Place {
         block,
         row: 0,
@@ -722,6 +795,38 @@ fn finalize(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
     let uncoalesced: f64 = gr.pairs.iter().map(|&p| single_cost(sp, p, model)).sum();
     gr.uncoalesced_s = uncoalesced;
     match gr.kind {
+        GroupKind::Grouped => {
+            let mut packed = 0;
+            let mut member = 0.0;
+            for &p in &gr.pairs {
+                let pr = sp.pairs[p as usize];
+                packed += if sp.a_mats[pr.a as usize].is_none() {
+                    pr.m * pr.k
+                } else {
+                    0
+                };
+                packed += if sp.b_mats[pr.b as usize].is_none() {
+                    pr.k * pr.n
+                } else {
+                    0
+                };
+                packed += if sp.c_mats[pr.c as usize].is_none() {
+                    2 * pr.m * pr.n
+                } else {
+                    0
+                };
+                member += model.gemm_s(pr.m, pr.n, pr.k) - model.call_s + model.member_s;
+            }
+            gr.packed_elems = packed;
+            gr.predicted_s = model.call_s + member + model.pack_s(packed);
+            gr.reason = format!(
+                "{} pairs of different shapes, each output block once: one grouped call predicted {:.2} us vs {:.2} us as {} GEMMs",
+                gr.pairs.len(),
+                gr.predicted_s * 1e6,
+                uncoalesced * 1e6,
+                gr.pairs.len()
+            );
+        }
         GroupKind::Single | GroupKind::Batched => {
             let mut packed = 0;
             for ((pa, pb), pc) in gr.a.iter().zip(&gr.b).zip(&gr.c) {
@@ -833,7 +938,9 @@ fn access_word(a: &Access) -> &'static str {
 
 fn scratch_of(g: &Group) -> usize {
     match g.kind {
-        GroupKind::Single | GroupKind::Batched => g.m * g.k + g.k * g.n + g.m * g.n,
+        GroupKind::Single | GroupKind::Batched | GroupKind::Grouped => {
+            g.m * g.k + g.k * g.n + g.m * g.n
+        }
         _ => {
             let mut s = 0;
             if g.a_access.is_packed() {

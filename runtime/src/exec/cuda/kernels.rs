@@ -125,5 +125,6 @@ pub fn calibrate(dev: &CudaDevice) -> Result<CostModel> {
         peak_rate: peak,
         elem_s: 8.0 / 3.0e12,
         pack_elem_s: 16.0 / 3.0e12,
+        member_s: launch / 50.0,
     })
 }
