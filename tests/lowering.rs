@@ -151,3 +151,18 @@ fn lowered_workloads_match_the_peer_and_cut_launches() {
         }
     }
 }
+
+#[test]
+fn a_plan_without_pairwise_steps_is_an_error_not_a_panic() {
+    let c = common::pair_case::<f64>(3, 0);
+    let spec = blockcontract::ContractionSpec::parse("B[j,i] = A[i,j]").unwrap();
+    let a = common::tensor::<f64>(
+        &mut common::Rng(5),
+        vec![c.a.legs()[0].clone(), c.a.legs()[0].dual()],
+        false,
+    );
+    let plan = build_plan(&spec, &[&a], &PlanOptions::default()).unwrap();
+    assert!(plan.steps.is_empty());
+    let low = lower(&plan, &layouts(&[&a]));
+    assert!(interpret(&plan, &low, &[&a], 1.0).is_err());
+}

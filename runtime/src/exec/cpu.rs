@@ -56,21 +56,23 @@ unsafe impl<T: Send> Sync for SharedMut<T> {}
 
 type Pools = Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>>;
 
-fn pool(threads: usize) -> Arc<rayon::ThreadPool> {
+/// A rayon pool of `threads` threads, built once per size; None when the OS refuses the
+/// threads (the step then runs sequentially: same result).
+fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
     static POOLS: OnceLock<Pools> = OnceLock::new();
     let pools = POOLS.get_or_init(|| Mutex::new(Vec::new()));
     let mut g = pools.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, p)) = g.iter().find(|(n, _)| *n == threads) {
-        return p.clone();
+        return Some(p.clone());
     }
     let p = Arc::new(
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .build()
-            .expect("building a rayon pool"),
+            .ok()?,
     );
     g.push((threads, p.clone()));
-    p
+    Some(p)
 }
 
 /// Runs one planned step into `data` (reused; zeroed and sized here), every group executed.
@@ -104,8 +106,13 @@ pub fn run_step<T: Scalar>(
             fill_cache(b, &sp.b_cache, sp.cache_len.1, &g.b_contr, &g.b_free),
         ),
     };
-    if threads > 1 && sp.components.len() > 1 && times.is_none() {
-        pool(threads).install(|| {
+    let parallel = if threads > 1 && sp.components.len() > 1 && times.is_none() {
+        pool(threads)
+    } else {
+        None
+    };
+    if let Some(pool) = parallel {
+        pool.install(|| {
             sp.components
                 .par_iter()
                 .for_each_init(Vec::new, |scratch, comp| {

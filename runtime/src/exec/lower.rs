@@ -965,6 +965,11 @@ pub fn interpret<T: crate::scalar::Scalar>(
     alpha: T,
 ) -> crate::error::Result<crate::block::DynTensor<T>> {
     plan.check_operands(ops)?;
+    let Some(last) = plan.steps.last() else {
+        return Err(crate::error::Error::InvalidContraction(
+            "the plan has no pairwise step (a single operand): nothing to lower".into(),
+        ));
+    };
     let mut results: Vec<Vec<T>> = Vec::new();
     for so in &lowered.steps {
         let data = |inp: Input, results: &Vec<Vec<T>>| -> Vec<T> {
@@ -987,7 +992,6 @@ pub fn interpret<T: crate::scalar::Scalar>(
         }
         results.push(std::mem::take(&mut bufs[2]));
     }
-    let last = plan.steps.last().expect("a lowered plan has steps");
     let g = &last.plan.geometry;
     Ok(crate::block::DynTensor::from_shared(
         g.out_legs.clone(),

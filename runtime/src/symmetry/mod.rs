@@ -303,7 +303,8 @@ impl Space {
     pub fn dim(&self) -> usize {
         self.offsets
             .last()
-            .map_or(0, |o| o + self.sectors.last().unwrap().dim)
+            .zip(self.sectors.last())
+            .map_or(0, |(o, s)| o + s.dim)
     }
     /// Dense offset of sector `i`.
     pub fn offset_of(&self, i: usize) -> usize {

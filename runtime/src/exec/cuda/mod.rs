@@ -371,7 +371,9 @@ impl CudaDevice {
         // launch is queued (a free may synchronise: at most this once, at the end)
         keep.extend(outs.into_iter().flatten());
         drop((keep, keep_ptrs));
-        let last = plan.steps.last().expect("steps");
+        let last = plan.steps.last().ok_or_else(|| {
+            Error::InvalidContraction("the plan has no pairwise step (a single operand)".into())
+        })?;
         let g = &last.plan.geometry;
         let structure = DynTensor::from_shared(
             g.out_legs.clone(),
@@ -425,14 +427,7 @@ impl CudaDevice {
     where
         CudaBlas: Gemm<T>,
     {
-        let op = |t: Trans| match t {
-            Trans::N => cublasOperation_t::CUBLAS_OP_N,
-            Trans::T => cublasOperation_t::CUBLAS_OP_T,
-        };
-        let int = |x: usize| {
-            i32::try_from(x)
-                .map_err(|_| Error::Cuda(format!("dimension {x} exceeds cuBLAS's int range")))
-        };
+        let (op, int) = (cublas_op, cublas_int);
         let cfg = GemmConfig {
             transa: op(g.transa),
             transb: op(g.transb),
@@ -491,14 +486,7 @@ impl CudaDevice {
             }
             return Ok(Vec::new());
         }
-        let op = |t: Trans| match t {
-            Trans::N => cublasOperation_t::CUBLAS_OP_N,
-            Trans::T => cublasOperation_t::CUBLAS_OP_T,
-        };
-        let int = |x: usize| {
-            i32::try_from(x)
-                .map_err(|_| Error::Cuda(format!("dimension {x} exceeds cuBLAS's int range")))
-        };
+        let (op, int) = (cublas_op, cublas_int);
         let mut ptrs = [Vec::new(), Vec::new(), Vec::new()];
         for g in gemms {
             for (slot, p) in [(0usize, g.a), (1, g.b), (2, g.c)] {
@@ -572,6 +560,19 @@ impl CudaDevice {
     pub(crate) fn blas(&self) -> &CudaBlas {
         &self.blas
     }
+}
+
+/// cuBLAS's operation for a lowered operand.
+fn cublas_op(t: Trans) -> cublasOperation_t {
+    match t {
+        Trans::N => cublasOperation_t::CUBLAS_OP_N,
+        Trans::T => cublasOperation_t::CUBLAS_OP_T,
+    }
+}
+
+/// A dimension as cuBLAS's `int`, or an error naming it.
+fn cublas_int(x: usize) -> Result<i32> {
+    i32::try_from(x).map_err(|_| Error::Cuda(format!("dimension {x} exceeds cuBLAS's int range")))
 }
 
 /// A plan lowered for the device, with its gather descriptors resident there.
