@@ -23,12 +23,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let plan = build_plan(&w.contraction, &refs, &opts)?;
     // measure each group once (after a warm-up run)
-    blockcontract::plan::execute(&plan, &refs, 1.0, 1, None)?;
+    blockcontract::exec::execute(&plan, &refs, 1.0, 1, None)?;
     let mut times = Vec::new();
-    blockcontract::plan::execute(&plan, &refs, 1.0, 1, Some(&mut times))?;
+    blockcontract::exec::execute(&plan, &refs, 1.0, 1, Some(&mut times))?;
     let t0 = std::time::Instant::now();
     for _ in 0..20 {
-        blockcontract::plan::execute(&plan, &refs, 1.0, 1, None)?;
+        blockcontract::exec::execute(&plan, &refs, 1.0, 1, None)?;
     }
     println!(
         "execute: {:.1} us per call",
@@ -62,11 +62,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .map(|t| t.blocks().iter().map(|b| b.layout.clone()).collect())
         .collect();
-    let low = blockcontract::exec::lower::lower(&gpu, &layouts);
-    let grouped = blockcontract::exec::lower::lower_with(
+    let low = blockcontract::exec::device::lower(&gpu, &layouts);
+    let grouped = blockcontract::exec::device::lower_with(
         &gpu,
         &layouts,
-        blockcontract::exec::lower::LowerOptions { grouped: true },
+        blockcontract::exec::device::LowerOptions { grouped: true },
     );
     println!(
         "GPU plan (default GPU constants): {} pair GEMMs -> {} kernel calls; device launches {} ({} GEMM), with grouped GEMM {} ({} GEMM)",

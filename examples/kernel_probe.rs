@@ -1,6 +1,6 @@
 //! Times faer and the tiny kernel on thin shapes (row-major operands): `kernel_probe`.
 
-use blockcontract::contract::pairwise::MatShape;
+use blockcontract::view::MatShape;
 use blockcontract::Conj;
 use std::time::Instant;
 
@@ -47,7 +47,7 @@ fn main() {
         let t0 = Instant::now();
         for _ in 0..reps {
             unsafe {
-                blockcontract::exec::tiny::tiny_gemm(
+                blockcontract::kernel::tiny_gemm(
                     c.as_mut_ptr(),
                     sh(m, n),
                     std::hint::black_box(a.as_ptr()),

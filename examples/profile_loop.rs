@@ -1,6 +1,7 @@
 //! Runs one workload's plan in a loop, for profilers: `profile_loop FILE.json [ITERATIONS]`.
 
-use blockcontract::plan::{build_plan, execute};
+use blockcontract::exec::execute;
+use blockcontract::plan::build_plan;
 use blockcontract::workload::Workload;
 use blockcontract::{DynTensor, PlanOptions};
 

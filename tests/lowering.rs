@@ -4,7 +4,7 @@
 
 mod common;
 
-use blockcontract::exec::lower::{interpret, lower, lower_with, LowerOptions, Op};
+use blockcontract::exec::device::{interpret, lower, lower_with, LowerOptions, Op};
 use blockcontract::plan::{build_plan, GroupKind, Plan, PlanOptions};
 use blockcontract::workload::{checksum, load_expected, Workload};
 use blockcontract::{contract_dyn, DynTensor, Executor, Scalar};

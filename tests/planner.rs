@@ -4,7 +4,8 @@
 
 mod common;
 
-use blockcontract::plan::{build_plan, execute, GroupKind, PlanOptions};
+use blockcontract::exec::execute;
+use blockcontract::plan::{build_plan, GroupKind, PlanOptions};
 use blockcontract::spec::Tree;
 use blockcontract::workload::{checksum, load_expected, Workload};
 use blockcontract::{

@@ -1,8 +1,9 @@
 //! Measuring one workload: every executor's repeats interleaved, the peer alternating.
 
 use crate::Args;
+use blockcontract::exec::execute;
 use blockcontract::plan::cache::spec_fingerprint;
-use blockcontract::plan::{execute, PlanOptions};
+use blockcontract::plan::PlanOptions;
 use blockcontract::workload::{checksum, Workload};
 use blockcontract::{contract_dyn, DType, DynTensor, Error, Executor, PlanCache, Result, Scalar};
 use num_complex::Complex64;
@@ -60,7 +61,7 @@ pub fn stats3(v: &[f64]) -> (f64, f64, f64) {
 
 /// The dense-GEMM peak of this machine, one thread (faer, 768^3, best of several).
 pub fn peak_gflops() -> f64 {
-    blockcontract::plan::cost::dense_gemm_gflops(768)
+    blockcontract::plan::calibrate::dense_gemm_gflops(768)
 }
 
 /// Runs the peer harness once: (median ms, norm, checksum).

@@ -1,25 +1,33 @@
 //! Runtime of `blockcontract`: symmetric block-sparse tensors on strided views,
 //! workload files, the per-pair reference contraction, the coalescing planner
 //! and its executors.
+//!
+//! The modules are layers, in the order a contraction passes through them; each uses only
+//! those before it: `error`, `scalar`, `hash` -> `symmetry` -> `view` -> `kernel` ->
+//! `block` -> `spec` -> `step` -> `plan` -> `exec` -> `macro_support`, `workload`.
 #![warn(missing_docs)]
 
 pub mod block;
-pub mod contract;
 pub mod error;
 pub mod exec;
+#[doc(hidden)]
+pub mod hash;
+#[doc(hidden)]
+pub mod kernel;
 #[doc(hidden)]
 pub mod macro_support;
 pub mod plan;
 pub mod scalar;
 pub mod spec;
+pub mod step;
 pub mod symmetry;
 pub mod view;
 pub mod workload;
 
 pub use block::{Block, BlockKey, DynTensor, Tensor};
-pub use contract::{contract_dyn, Conj, Executor, RunStats};
 pub use error::{Error, Result};
+pub use exec::{contract_dyn, Executor, RunStats};
 pub use plan::{CostModel, GroupKind, Plan, PlanCache, PlanOptions};
-pub use scalar::{DType, Scalar};
+pub use scalar::{Conj, DType, Scalar};
 pub use spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 pub use symmetry::{Charge, ChargeKind, Flow, Leg, Sector, Space, SpaceKind, Symmetry};

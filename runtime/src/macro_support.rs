@@ -2,8 +2,8 @@
 //! `blockcontract::__private` only.
 
 use crate::block::{DynTensor, Tensor};
-use crate::contract::contract_planned;
 use crate::error::Result;
+use crate::exec::contract_planned;
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{PlanCache, PlanOptions};
 use crate::scalar::Scalar;

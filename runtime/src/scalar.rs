@@ -26,6 +26,32 @@ impl DType {
     }
 }
 
+/// Whether an operand is used as stored or complex-conjugated (flows reversed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Conj {
+    /// As stored.
+    No,
+    /// Conjugated: values conjugated, every leg's flow reversed, charge negated.
+    Yes,
+}
+
+impl Conj {
+    /// `Yes` when `b`.
+    pub fn from_bool(b: bool) -> Self {
+        if b {
+            Conj::Yes
+        } else {
+            Conj::No
+        }
+    }
+    pub(crate) fn faer(self) -> faer::Conj {
+        match self {
+            Conj::No => faer::Conj::No,
+            Conj::Yes => faer::Conj::Yes,
+        }
+    }
+}
+
 impl Display for DType {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -1,45 +1,15 @@
 //! The CPU executor: runs a step plan's groups with faer (sequential inside a group) and the
 //! tiny-GEMM kernel, packing where the plan says so, with rayon across hazard-free components.
 
-use super::tiny::tiny_gemm;
 use crate::block::DynTensor;
-use crate::contract::pairwise::{gemm, MatShape};
-use crate::contract::Conj;
-use crate::plan::cost::tiny_wins;
-use crate::plan::{Access, Group, GroupKind, Place, StepPlan};
-use crate::scalar::Scalar;
-use crate::view::{strided_copy, CopyMode, Layout, MAX_RANK};
+use crate::kernel::{gemm, tiny_gemm, tiny_wins};
+use crate::plan::{Access, Group, GroupKind, KernelCounts, Place, StepPlan};
+use crate::scalar::{Conj, Scalar};
+use crate::view::{strided_copy, CopyMode, Layout, MatShape, MAX_RANK};
 use faer::Accum;
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
-
-/// Kernel calls by group kind, as executed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct KernelCounts {
-    /// Calls per [`GroupKind`], in [`GroupKind::ALL`] order.
-    pub by_kind: [usize; 6],
-    /// Block pairs covered.
-    pub pairs: usize,
-}
-
-impl KernelCounts {
-    /// Calls of one kind.
-    pub fn of(&self, k: GroupKind) -> usize {
-        self.by_kind[k as usize]
-    }
-    /// All calls.
-    pub fn total(&self) -> usize {
-        self.by_kind.iter().sum()
-    }
-    /// Adds another count.
-    pub fn add(&mut self, o: &KernelCounts) {
-        for (x, y) in self.by_kind.iter_mut().zip(o.by_kind) {
-            *x += y;
-        }
-        self.pairs += o.pairs;
-    }
-}
 
 struct SharedMut<T>(*mut T);
 

@@ -1,4 +1,7 @@
-//! Executors of plans: the CPU one here; the CUDA one behind the `cuda` feature.
+//! Executors: run a contraction's pairwise steps. The planned CPU executor runs a [`Plan`]'s
+//! groups (`cpu`); the reference runs one GEMM per block pair (`reference`); the dense oracle
+//! (`dense`); the device op list and its CPU interpreter (`device`); CUDA behind the `cuda`
+//! feature (`cuda`, or a stand-in that says it is not compiled in).
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
@@ -6,7 +9,200 @@ pub mod cuda;
 #[cfg(not(feature = "cuda"))]
 #[path = "cuda_stub.rs"]
 pub mod cuda;
-pub mod lower;
-pub mod tiny;
+pub mod dense;
+pub mod device;
+pub mod reference;
 
-pub use cpu::{run_step, KernelCounts};
+pub use cpu::run_step;
+
+use crate::block::{permute, DynTensor};
+use crate::error::{Error, Result};
+use crate::plan::cache::spec_fingerprint;
+use crate::plan::{Input, KernelCounts, Plan, PlanCache, PlanOptions};
+use crate::scalar::Scalar;
+use crate::spec::ContractionSpec;
+use crate::step::check_operands;
+use std::sync::Arc;
+
+/// Which executor runs the pairwise steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Executor {
+    /// One GEMM per block pair (the reference).
+    Pairwise,
+    /// The coalescing planner's groups on the CPU.
+    Planned,
+    /// Dense arrays (small problems only; an independent oracle).
+    Dense,
+}
+
+impl Executor {
+    /// Parses `pairwise`, `planned` or `dense`.
+    pub fn from_name(s: &str) -> Result<Self> {
+        match s {
+            "pairwise" => Ok(Executor::Pairwise),
+            "planned" => Ok(Executor::Planned),
+            "dense" => Ok(Executor::Dense),
+            _ => Err(Error::InvalidContraction(format!(
+                "unknown executor `{s}`; expected pairwise, planned or dense"
+            ))),
+        }
+    }
+    /// The name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Executor::Pairwise => "pairwise",
+            Executor::Planned => "planned",
+            Executor::Dense => "dense",
+        }
+    }
+}
+
+/// What a contraction did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunStats {
+    /// Per pairwise step, in execution order.
+    pub steps: Vec<StepStats>,
+    /// Useful flops (2mnk summed over block pairs).
+    pub flops: f64,
+}
+
+impl RunStats {
+    /// Block-pair GEMMs over all steps.
+    pub fn pair_gemms(&self) -> usize {
+        self.steps.iter().map(|s| s.pair_gemms).sum()
+    }
+    /// GEMM kernel calls over all steps.
+    pub fn kernel_calls(&self) -> usize {
+        self.steps.iter().map(|s| s.kernel_calls).sum()
+    }
+}
+
+/// Counters of one step's execution.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StepStats {
+    /// Block-pair GEMMs the step comprises.
+    pub pair_gemms: usize,
+    /// GEMM kernel calls actually issued.
+    pub kernel_calls: usize,
+    /// Operand blocks copied because their strides did not fit a GEMM.
+    pub transposes: usize,
+}
+
+/// Contracts with the coalescing planner: the plan comes from `cache` (planned on a miss),
+/// then runs on the CPU executor with `threads` threads.
+pub fn contract_planned<T: Scalar>(
+    spec: &ContractionSpec,
+    spec_fp: u64,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    cache: &PlanCache,
+    options: &PlanOptions,
+    threads: usize,
+) -> Result<(DynTensor<T>, RunStats, Arc<Plan>)> {
+    let plan = cache.get_or_plan(spec, spec_fp, ops, options)?;
+    let (t, stats, _) = execute(&plan, ops, alpha, threads, None)?;
+    Ok((t, stats, plan))
+}
+
+/// Contracts `ops` as `spec` says, with `alpha` folded into the last step, on a block-sparse executor.
+pub fn contract_dyn<T: Scalar>(
+    spec: &ContractionSpec,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    exec: Executor,
+) -> Result<(DynTensor<T>, RunStats)> {
+    if exec == Executor::Planned {
+        static CACHE: PlanCache = PlanCache::new();
+        let (t, stats, _) = contract_planned(
+            spec,
+            spec_fingerprint(spec),
+            ops,
+            alpha,
+            &CACHE,
+            &PlanOptions::default(),
+            1,
+        )?;
+        return Ok((t, stats));
+    }
+    spec.validate()?;
+    check_operands(spec, ops)?;
+    if exec == Executor::Dense {
+        let t = dense::contract_dense(spec, ops, alpha)?;
+        return Ok((t, RunStats::default()));
+    }
+    reference::contract_pairwise(spec, ops, alpha)
+}
+
+/// Runs a plan on operands of the structure it was planned for (checked: anything else is an
+/// error).
+/// `times`, when given, receives each group's wall time per step (sequential execution).
+pub fn execute<T: Scalar>(
+    plan: &Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    mut times: Option<&mut Vec<Vec<f64>>>,
+) -> Result<(DynTensor<T>, RunStats, KernelCounts)> {
+    plan.check_operands(ops)?;
+    if let Some((perm, conj)) = &plan.finish {
+        return Ok((
+            permute(ops[0], perm, *conj, alpha),
+            RunStats::default(),
+            KernelCounts::default(),
+        ));
+    }
+    let mut results: Vec<Option<DynTensor<T>>> = (0..plan.steps.len()).map(|_| None).collect();
+    let mut stats = RunStats::default();
+    let mut counts = KernelCounts::default();
+    let last = plan.steps.len() - 1;
+    for (i, st) in plan.steps.iter().enumerate() {
+        let take = |inp: Input, results: &mut Vec<Option<DynTensor<T>>>| -> Option<DynTensor<T>> {
+            match inp {
+                Input::Step(j) => results[j].take(),
+                Input::Operand(_) => None,
+            }
+        };
+        let lo = take(st.left, &mut results);
+        let ro = take(st.right, &mut results);
+        let pick = |inp: Input, owned: &'_ Option<DynTensor<T>>| -> *const DynTensor<T> {
+            match inp {
+                Input::Operand(k) => ops[k],
+                Input::Step(_) => owned.as_ref().expect("an earlier step's result"),
+            }
+        };
+        let step_alpha = if i == last { alpha } else { T::one() };
+        let buf = if i == last {
+            Vec::new()
+        } else {
+            plan.pool.take::<T>(st.plan.out_len)
+        };
+        let mut t = Vec::new();
+        // SAFETY: the pointers refer to `ops` or to `lo`/`ro`, which live until after the step.
+        let (a, b) = unsafe { (&*pick(st.left, &lo), &*pick(st.right, &ro)) };
+        let (out, c) = run_step(
+            &st.plan,
+            a,
+            b,
+            step_alpha,
+            threads,
+            buf,
+            times.is_some().then_some(&mut t),
+        );
+        for owned in [lo, ro].into_iter().flatten() {
+            plan.pool.give(owned.into_data());
+        }
+        if let Some(ts) = times.as_deref_mut() {
+            ts.push(t);
+        }
+        stats.flops += st.plan.pairs.iter().map(|p| p.flops()).sum::<f64>();
+        stats.steps.push(StepStats {
+            pair_gemms: st.plan.pairs.len(),
+            kernel_calls: c.total(),
+            transposes: 0,
+        });
+        counts.add(&c);
+        results[i] = Some(out);
+    }
+    let out = results[last].take().expect("the last step's result");
+    Ok((out, stats, counts))
+}

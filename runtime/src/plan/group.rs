@@ -1,6 +1,6 @@
 //! Groups: the plan's nodes. Each group is one kernel call covering one or more block pairs.
 
-use crate::contract::pairwise::MatShape;
+use crate::view::MatShape;
 use std::fmt;
 
 /// How a group's block pairs become kernel calls.
@@ -130,5 +130,32 @@ impl Group {
     /// Kernel calls this group issues (one for every kind).
     pub fn kernel_calls(&self) -> usize {
         1
+    }
+}
+
+/// Kernel calls by group kind, as executed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelCounts {
+    /// Calls per [`GroupKind`], in [`GroupKind::ALL`] order.
+    pub by_kind: [usize; 6],
+    /// Block pairs covered.
+    pub pairs: usize,
+}
+
+impl KernelCounts {
+    /// Calls of one kind.
+    pub fn of(&self, k: GroupKind) -> usize {
+        self.by_kind[k as usize]
+    }
+    /// All calls.
+    pub fn total(&self) -> usize {
+        self.by_kind.iter().sum()
+    }
+    /// Adds another count.
+    pub fn add(&mut self, o: &KernelCounts) {
+        for (x, y) in self.by_kind.iter_mut().zip(o.by_kind) {
+            *x += y;
+        }
+        self.pairs += o.pairs;
     }
 }

@@ -2,25 +2,28 @@
 //! rectangle) by a calibrated cost model; output layouts; the pairwise order; a plan cache.
 
 pub mod cache;
+pub mod calibrate;
 pub mod cost;
 mod explain;
+mod family;
 pub mod group;
+mod layout;
+mod members;
+pub mod options;
+mod price;
 pub mod step;
 
 pub use cache::{fingerprint, PlanCache};
 pub use cost::CostModel;
-pub use group::{Access, Group, GroupKind, Place};
-pub use step::{plan_step, PlanOptions, Policy, StepPlan};
+pub use group::{Access, Group, GroupKind, KernelCounts, Place};
+pub use options::{PlanOptions, Policy, TIE};
+pub use step::{plan_step, StepPlan};
 
 use crate::block::{Block, DynTensor};
-use crate::contract::network::{check_operands, step_desc};
-use crate::contract::pairs::{enumerate, geometry, Conj};
-use crate::contract::pairwise::{permute, StepStats};
-use crate::contract::RunStats;
 use crate::error::{Error, Result};
-use crate::exec::{run_step, KernelCounts};
-use crate::scalar::Scalar;
+use crate::scalar::{Conj, Scalar};
 use crate::spec::{ContractionSpec, Tree};
+use crate::step::{check_operands, enumerate, geometry, step_desc};
 use std::any::Any;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -65,14 +68,14 @@ pub struct Plan {
     /// The options planned with.
     pub options: PlanOptions,
     /// Intermediate buffers kept between calls.
-    pool: BufferPool,
+    pub(crate) pool: BufferPool,
     /// Structure fingerprints of the operands planned for.
     operand_fps: Vec<u64>,
 }
 
 /// Buffers of intermediates, reused across calls so the steady state does not allocate.
 #[derive(Default)]
-struct BufferPool(Mutex<Vec<Box<dyn Any + Send>>>);
+pub(crate) struct BufferPool(Mutex<Vec<Box<dyn Any + Send>>>);
 
 impl Clone for BufferPool {
     fn clone(&self) -> Self {
@@ -87,7 +90,7 @@ impl std::fmt::Debug for BufferPool {
 }
 
 impl BufferPool {
-    fn take<T: Scalar>(&self, len: usize) -> Vec<T> {
+    pub(crate) fn take<T: Scalar>(&self, len: usize) -> Vec<T> {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let pos = g.iter().position(|b| {
             b.downcast_ref::<Vec<T>>()
@@ -98,7 +101,7 @@ impl BufferPool {
             None => Vec::with_capacity(len),
         }
     }
-    fn give<T: Scalar>(&self, v: Vec<T>) {
+    pub(crate) fn give<T: Scalar>(&self, v: Vec<T>) {
         let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if g.len() < 8 {
             g.push(Box::new(v));
@@ -330,78 +333,4 @@ fn choose_order<T: Scalar>(
         ));
     }
     Ok(live.pop().expect("one").0)
-}
-
-/// Runs a plan on operands of the structure it was planned for (checked: anything else is an
-/// error).
-/// `times`, when given, receives each group's wall time per step (sequential execution).
-pub fn execute<T: Scalar>(
-    plan: &Plan,
-    ops: &[&DynTensor<T>],
-    alpha: T,
-    threads: usize,
-    mut times: Option<&mut Vec<Vec<f64>>>,
-) -> Result<(DynTensor<T>, RunStats, KernelCounts)> {
-    plan.check_operands(ops)?;
-    if let Some((perm, conj)) = &plan.finish {
-        return Ok((
-            permute(ops[0], perm, *conj, alpha),
-            RunStats::default(),
-            KernelCounts::default(),
-        ));
-    }
-    let mut results: Vec<Option<DynTensor<T>>> = (0..plan.steps.len()).map(|_| None).collect();
-    let mut stats = RunStats::default();
-    let mut counts = KernelCounts::default();
-    let last = plan.steps.len() - 1;
-    for (i, st) in plan.steps.iter().enumerate() {
-        let take = |inp: Input, results: &mut Vec<Option<DynTensor<T>>>| -> Option<DynTensor<T>> {
-            match inp {
-                Input::Step(j) => results[j].take(),
-                Input::Operand(_) => None,
-            }
-        };
-        let lo = take(st.left, &mut results);
-        let ro = take(st.right, &mut results);
-        let pick = |inp: Input, owned: &'_ Option<DynTensor<T>>| -> *const DynTensor<T> {
-            match inp {
-                Input::Operand(k) => ops[k],
-                Input::Step(_) => owned.as_ref().expect("an earlier step's result"),
-            }
-        };
-        let step_alpha = if i == last { alpha } else { T::one() };
-        let buf = if i == last {
-            Vec::new()
-        } else {
-            plan.pool.take::<T>(st.plan.out_len)
-        };
-        let mut t = Vec::new();
-        // SAFETY: the pointers refer to `ops` or to `lo`/`ro`, which live until after the step.
-        let (a, b) = unsafe { (&*pick(st.left, &lo), &*pick(st.right, &ro)) };
-        let (out, c) = run_step(
-            &st.plan,
-            a,
-            b,
-            step_alpha,
-            threads,
-            buf,
-            times.is_some().then_some(&mut t),
-        );
-        for owned in [lo, ro].into_iter().flatten() {
-            plan.pool.give(owned.into_data());
-        }
-        if let Some(ts) = times.as_deref_mut() {
-            ts.push(t);
-        }
-        stats.flops += st.plan.pairs.iter().map(|p| p.flops()).sum::<f64>();
-        stats.steps.push(StepStats {
-            pair_gemms: st.plan.pairs.len(),
-            kernel_calls: c.total(),
-            transposes: 0,
-        });
-        counts.add(&c);
-        results[i] = Some(out);
-    }
-    let out = results[last].take().expect("the last step's result");
-    Ok((out, stats, counts))
 }

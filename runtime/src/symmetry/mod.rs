@@ -244,7 +244,7 @@ impl Space {
             offsets.push(acc);
             acc += s.dim;
         }
-        let mut h = crate::plan::cache::Fx::default();
+        let mut h = crate::hash::Fx::default();
         for k in symmetry.kinds() {
             h.write(match k {
                 ChargeKind::U1 => u64::MAX,

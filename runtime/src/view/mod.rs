@@ -6,7 +6,11 @@
 //! buffer: every addressed element lies inside the buffer, and the blocks of
 //! one tensor never overlap.
 
-use crate::scalar::Scalar;
+mod copy;
+mod mat;
+
+pub use copy::{for_each_pair, simplify, strided_copy, Axes, CopyMode};
+pub use mat::{mat_shape, MatShape};
 
 /// Dims, signed strides and offset of one block in its buffer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -109,187 +113,6 @@ pub fn fuse(dims: &[usize], strides: &[isize], axes: &[usize]) -> Option<(usize,
 /// The most axes a strided loop handles (tensors are limited to this rank).
 pub const MAX_RANK: usize = 16;
 
-/// Calls `f(src_offset, dst_offset, inner_len, inner_src_stride, inner_dst_stride)` once per
-/// innermost row of two same-shape views (offsets relative to each view's origin).
-#[inline]
-pub fn for_each_pair(
-    dims: &[usize],
-    src_strides: &[isize],
-    dst_strides: &[isize],
-    mut f: impl FnMut(isize, isize, usize, isize, isize),
-) {
-    let r = dims.len();
-    assert!(
-        r <= MAX_RANK,
-        "rank {r} exceeds MAX_RANK (checked at tensor construction)"
-    );
-    if dims.contains(&0) {
-        return;
-    }
-    if r == 0 {
-        f(0, 0, 1, 0, 0);
-        return;
-    }
-    let inner = dims[r - 1];
-    let (ss, ds) = (src_strides[r - 1], dst_strides[r - 1]);
-    let mut idx = [0usize; MAX_RANK];
-    let (mut so, mut dof) = (0isize, 0isize);
-    loop {
-        f(so, dof, inner, ss, ds);
-        let mut k = r - 1;
-        loop {
-            if k == 0 {
-                return;
-            }
-            k -= 1;
-            idx[k] += 1;
-            so += src_strides[k];
-            dof += dst_strides[k];
-            if idx[k] < dims[k] {
-                break;
-            }
-            so -= src_strides[k] * dims[k] as isize;
-            dof -= dst_strides[k] * dims[k] as isize;
-            idx[k] = 0;
-        }
-    }
-}
-
-/// Axes of a strided loop, on the stack.
-#[derive(Debug, Clone, Copy)]
-pub struct Axes {
-    /// Number of axes.
-    pub len: usize,
-    /// Extents.
-    pub dims: [usize; MAX_RANK],
-    /// Source strides.
-    pub src: [isize; MAX_RANK],
-    /// Destination strides.
-    pub dst: [isize; MAX_RANK],
-}
-
-impl Axes {
-    /// Drops unit axes and merges adjacent axes whose strides nest in both views, so loops run
-    /// over as few and as long rows as possible.
-    pub fn simplified(dims: &[usize], ss: &[isize], ds: &[isize]) -> Axes {
-        let mut ax = Axes {
-            len: 0,
-            dims: [0; MAX_RANK],
-            src: [0; MAX_RANK],
-            dst: [0; MAX_RANK],
-        };
-        for k in 0..dims.len() {
-            if dims[k] == 1 {
-                continue;
-            }
-            let n = ax.len;
-            if n > 0
-                && ax.src[n - 1] == ss[k] * dims[k] as isize
-                && ax.dst[n - 1] == ds[k] * dims[k] as isize
-            {
-                ax.dims[n - 1] *= dims[k];
-                ax.src[n - 1] = ss[k];
-                ax.dst[n - 1] = ds[k];
-                continue;
-            }
-            ax.dims[n] = dims[k];
-            ax.src[n] = ss[k];
-            ax.dst[n] = ds[k];
-            ax.len += 1;
-        }
-        ax
-    }
-}
-
-/// See [`Axes::simplified`]; returns (dims, src strides, dst strides).
-pub fn simplify(
-    dims: &[usize],
-    ss: &[isize],
-    ds: &[isize],
-) -> (Vec<usize>, Vec<isize>, Vec<isize>) {
-    let a = Axes::simplified(dims, ss, ds);
-    (
-        a.dims[..a.len].to_vec(),
-        a.src[..a.len].to_vec(),
-        a.dst[..a.len].to_vec(),
-    )
-}
-
-/// `dst = src` (or `dst += alpha * src`, `dst = conj(src)`) element-wise between two same-shape
-/// strided views.
-///
-/// # Safety
-/// Both views must address valid, non-overlapping memory for their whole extent.
-pub unsafe fn strided_copy<T: Scalar>(
-    dims: &[usize],
-    src: *const T,
-    src_strides: &[isize],
-    dst: *mut T,
-    dst_strides: &[isize],
-    mode: CopyMode<T>,
-) {
-    if dims.contains(&0) {
-        return;
-    }
-    let ax = Axes::simplified(dims, src_strides, dst_strides);
-    let n = ax.len;
-    for_each_pair(
-        &ax.dims[..n],
-        &ax.src[..n],
-        &ax.dst[..n],
-        |so, dof, n, ss, ds| {
-            // SAFETY: the caller guarantees every addressed element is valid.
-            unsafe {
-                let s = src.offset(so);
-                let d = dst.offset(dof);
-                match mode {
-                    CopyMode::Set => {
-                        // a library memcpy costs a call: only worth it for long rows
-                        if ss == 1 && ds == 1 && n >= 32 {
-                            std::ptr::copy_nonoverlapping(s, d, n);
-                        } else {
-                            for i in 0..n as isize {
-                                *d.offset(i * ds) = *s.offset(i * ss);
-                            }
-                        }
-                    }
-                    CopyMode::Conj => {
-                        for i in 0..n as isize {
-                            *d.offset(i * ds) = (*s.offset(i * ss)).conj();
-                        }
-                    }
-                    CopyMode::AddScaled(alpha) => {
-                        if ss == 1 && ds == 1 {
-                            let (sv, dv) = (
-                                std::slice::from_raw_parts(s, n),
-                                std::slice::from_raw_parts_mut(d, n),
-                            );
-                            for (x, y) in dv.iter_mut().zip(sv) {
-                                *x += alpha * *y;
-                            }
-                        } else {
-                            for i in 0..n as isize {
-                                *d.offset(i * ds) += alpha * *s.offset(i * ss);
-                            }
-                        }
-                    }
-                }
-            }
-        },
-    );
-}
-
-/// What [`strided_copy`] does per element.
-#[derive(Debug, Clone, Copy)]
-pub enum CopyMode<T> {
-    /// `dst = src`.
-    Set,
-    /// `dst = conj(src)`.
-    Conj,
-    /// `dst += alpha * src`.
-    AddScaled(T),
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,31 +125,5 @@ mod tests {
         assert_eq!(fuse(&dims, &st, &[0, 2]), Some((6, 4)));
         assert_eq!(fuse(&dims, &st, &[2, 0]), None);
         assert_eq!(fuse(&dims, &st, &[]), Some((1, 1)));
-    }
-
-    #[test]
-    fn simplify_merges_nested_axes_and_drops_units() {
-        let (d, a, b) = simplify(&[2, 1, 3, 4], &[12, 12, 4, 1], &[12, 99, 4, 1]);
-        assert_eq!((d, a, b), (vec![24], vec![1], vec![1]));
-        let (d, _, _) = simplify(&[2, 3], &[1, 2], &[3, 1]);
-        assert_eq!(d, vec![2, 3]);
-    }
-
-    #[test]
-    fn strided_copy_transposes() {
-        let src: Vec<f64> = (0..6).map(|x| x as f64).collect();
-        let mut dst = vec![0.0; 6];
-        // src is 2x3 row-major; write it transposed into a 3x2 row-major dst
-        unsafe {
-            strided_copy(
-                &[2, 3],
-                src.as_ptr(),
-                &[3, 1],
-                dst.as_mut_ptr(),
-                &[1, 2],
-                CopyMode::Set,
-            );
-        }
-        assert_eq!(dst, vec![0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
     }
 }

@@ -1,11 +1,12 @@
 //! Workload files (`blocksparse-workload/1`): structure, the seeded value generator,
 //! result summaries (`norm`, `checksum`) and the peer's expected values.
 
+mod notation;
 mod parse;
 
 use crate::block::DynTensor;
-use crate::contract::{contract_dyn, Executor, RunStats};
 use crate::error::{Error, Result};
+use crate::exec::{contract_dyn, Executor, RunStats};
 use crate::scalar::{DType, Scalar};
 use crate::spec::ContractionSpec;
 use crate::symmetry::{Charge, Flow, Leg, Space, Symmetry};

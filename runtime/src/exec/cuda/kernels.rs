@@ -2,7 +2,7 @@
 
 use super::CudaDevice;
 use crate::error::{Error, Result};
-use crate::exec::lower::Segment;
+use crate::exec::device::Segment;
 use crate::plan::CostModel;
 use crate::view::MAX_RANK;
 use cudarc::cublas::safe::{Gemm, GemmConfig};

@@ -5,7 +5,7 @@
 
 mod kernels;
 
-use super::lower::{lower_with, Buf, GemmOp, LowerOptions, Lowered, Op, Trans};
+use super::device::{lower_with, Buf, GemmOp, LowerOptions, Lowered, Op, Trans};
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
 use crate::plan::{CostModel, Input, Plan};

@@ -2,43 +2,17 @@
 //! GEMM cannot take a block's strides directly. The correctness oracle and the
 //! baseline the planner must beat.
 
-use super::pairs::{Conj, Geometry, PairList};
-use crate::block::{Block, DynTensor};
-use crate::scalar::Scalar;
-use crate::view::{fuse, row_major_strides, strided_copy, CopyMode, Layout};
-use faer::linalg::matmul::matmul_with_conj;
-use faer::{Accum, MatMut, MatRef, Par};
-
-/// Counters of one step's execution.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StepStats {
-    /// Block-pair GEMMs the step comprises.
-    pub pair_gemms: usize,
-    /// GEMM kernel calls actually issued.
-    pub kernel_calls: usize,
-    /// Operand blocks copied because their strides did not fit a GEMM.
-    pub transposes: usize,
-}
-
-/// A matrix view into a buffer: `(rows, row stride, cols, col stride)` from the view's origin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MatShape {
-    /// Rows.
-    pub m: usize,
-    /// Row stride.
-    pub rs: isize,
-    /// Columns.
-    pub n: usize,
-    /// Column stride.
-    pub cs: isize,
-}
-
-/// The matrix view of `layout` with `rows` axes fused into rows and `cols` into columns, if their strides nest.
-pub fn mat_shape(layout: &Layout, rows: &[usize], cols: &[usize]) -> Option<MatShape> {
-    let (m, rs) = fuse(&layout.dims, &layout.strides, rows)?;
-    let (n, cs) = fuse(&layout.dims, &layout.strides, cols)?;
-    Some(MatShape { m, rs, n, cs })
-}
+use super::{RunStats, StepStats};
+use crate::block::{permute, Block, DynTensor};
+use crate::error::Result;
+use crate::kernel::gemm;
+use crate::scalar::{Conj, Scalar};
+use crate::spec::ContractionSpec;
+use crate::spec::Tree;
+use crate::step::{enumerate, geometry, step_desc, Geometry, PairList};
+use crate::view::{mat_shape, row_major_strides, strided_copy, CopyMode, Layout, MatShape};
+use faer::Accum;
+use std::borrow::Cow;
 
 /// Copies the block's `rows ++ cols` axes into `buf` row-major; returns its matrix shape there.
 pub(crate) fn pack_block<T: Scalar>(
@@ -71,41 +45,6 @@ pub(crate) fn pack_block<T: Scalar>(
         rs: n as isize,
         n,
         cs: 1,
-    }
-}
-
-/// `C = alpha * op(A) * op(B)` with raw pointers: one faer call, sequential.
-///
-/// # Safety
-/// The three views must lie inside live buffers; `c` must not alias `a` or `b`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gemm<T: Scalar>(
-    c: *mut T,
-    cs: MatShape,
-    accum: Accum,
-    a: *const T,
-    ash: MatShape,
-    conj_a: Conj,
-    b: *const T,
-    bsh: MatShape,
-    conj_b: Conj,
-    alpha: T,
-) {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        let am = MatRef::<T>::from_raw_parts(a, ash.m, ash.n, ash.rs, ash.cs);
-        let bm = MatRef::<T>::from_raw_parts(b, bsh.m, bsh.n, bsh.rs, bsh.cs);
-        let cm = MatMut::<T>::from_raw_parts_mut(c, cs.m, cs.n, cs.rs, cs.cs);
-        matmul_with_conj(
-            cm,
-            accum,
-            am,
-            conj_a.faer(),
-            bm,
-            conj_b.faer(),
-            alpha,
-            Par::Seq,
-        );
     }
 }
 
@@ -214,69 +153,78 @@ pub fn run_pairwise<T: Scalar>(
     (c, stats)
 }
 
-/// `alpha * op(t)` with legs permuted: output leg `k` is leg `perm[k]` of `t`.
-pub fn permute<T: Scalar>(t: &DynTensor<T>, perm: &[usize], conj: Conj, alpha: T) -> DynTensor<T> {
-    let (legs, sym, charge, blocks, data) = t.parts();
-    let (legs, charge): (Vec<_>, _) = match conj {
-        Conj::No => (
-            perm.iter().map(|&p| legs[p].clone()).collect(),
-            charge.clone(),
-        ),
-        Conj::Yes => (
-            perm.iter().map(|&p| legs[p].dual()).collect(),
-            sym.neg(charge),
-        ),
+/// Contracts a validated spec (operands checked) as one GEMM per block pair, step by step.
+pub(crate) fn contract_pairwise<T: Scalar>(
+    spec: &ContractionSpec,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+) -> Result<(DynTensor<T>, RunStats)> {
+    let tree = match &spec.tree {
+        Some(t) => t.clone(),
+        None => Tree::left_to_right(ops.len()).expect("validated: at least one operand"),
     };
-    let keys = {
-        let mut k: Vec<_> = blocks
-            .iter()
-            .map(|b| perm.iter().map(|&p| b.key[p]).collect::<Box<[u32]>>())
-            .collect();
-        k.sort();
-        k
-    };
-    let mut out = DynTensor::<T>::from_valid_keys(legs, sym.clone(), charge, keys);
-    for b in blocks {
-        let key: Vec<u32> = perm.iter().map(|&p| b.key[p]).collect();
-        let dst = out.blocks()[out.find_block(&key).expect("permuted key present")]
-            .layout
-            .clone();
-        let src = b.layout.permuted(perm);
-        let odata = out.data_mut();
-        for_each_scaled(data, &src, odata, &dst, conj, alpha);
+    let mut stats = RunStats::default();
+    let out_labels: Vec<usize> = spec.output.iter().map(|i| i.label).collect();
+    let p = eval(&tree, spec, ops, Some(&out_labels), alpha, &mut stats)?;
+    if p.labels == out_labels && p.conj == Conj::No {
+        return Ok((p.t.into_owned(), stats));
     }
-    out
+    // single operand: a permutation (and conjugation, scaling)
+    let perm: Vec<usize> = out_labels
+        .iter()
+        .map(|l| {
+            p.labels
+                .iter()
+                .position(|x| x == l)
+                .expect("validated labels")
+        })
+        .collect();
+    Ok((permute(&p.t, &perm, p.conj, alpha), stats))
 }
 
-fn for_each_scaled<T: Scalar>(
-    src: &[T],
-    sl: &Layout,
-    dst: &mut [T],
-    dl: &Layout,
+struct Partial<'a, T: Clone> {
+    t: Cow<'a, DynTensor<T>>,
+    labels: Vec<usize>,
     conj: Conj,
+}
+
+fn eval<'a, T: Scalar>(
+    tree: &Tree,
+    spec: &ContractionSpec,
+    ops: &[&'a DynTensor<T>],
+    root_out: Option<&[usize]>,
     alpha: T,
-) {
-    if sl.is_empty() {
-        return;
-    }
-    // SAFETY: both layouts lie inside their buffers and have the same dims.
-    unsafe {
-        let s = src.as_ptr().add(sl.offset);
-        let d = dst.as_mut_ptr().add(dl.offset);
-        let mode = if conj == Conj::Yes && T::IS_COMPLEX {
-            CopyMode::Conj
-        } else {
-            CopyMode::Set
-        };
-        strided_copy(&sl.dims, s, &sl.strides, d, &dl.strides, mode);
-    }
-    if alpha != T::one() {
-        let zero = vec![0isize; dl.dims.len()];
-        crate::view::for_each_pair(&dl.dims, &dl.strides, &zero, |o, _, n, st, _| {
-            for i in 0..n as isize {
-                let x = &mut dst[(dl.offset as isize + o + i * st) as usize];
-                *x = alpha * *x;
-            }
-        });
-    }
+    stats: &mut RunStats,
+) -> Result<Partial<'a, T>> {
+    let (l, r) = match tree {
+        Tree::Leaf(i) => {
+            return Ok(Partial {
+                t: Cow::Borrowed(ops[*i]),
+                labels: spec.operands[*i].indices.iter().map(|x| x.label).collect(),
+                conj: Conj::from_bool(spec.operands[*i].conj),
+            })
+        }
+        Tree::Node(l, r) => (l, r),
+    };
+    let pl = eval(l, spec, ops, None, alpha, stats)?;
+    let pr = eval(r, spec, ops, None, alpha, stats)?;
+    let (desc, out_labels) = step_desc(
+        &pl.labels,
+        pl.conj,
+        &pr.labels,
+        pr.conj,
+        root_out,
+        &spec.labels,
+    );
+    let step_alpha = if root_out.is_some() { alpha } else { T::one() };
+    let g = geometry(&pl.t, &pr.t, &desc)?;
+    let list = enumerate(&pl.t, &pr.t, &g);
+    stats.flops += list.pairs.iter().map(|p| p.flops()).sum::<f64>();
+    let (t, s) = run_pairwise(&pl.t, &pr.t, &g, &list, step_alpha);
+    stats.steps.push(s);
+    Ok(Partial {
+        t: Cow::Owned(t),
+        labels: out_labels,
+        conj: Conj::No,
+    })
 }

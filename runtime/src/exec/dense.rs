@@ -1,12 +1,12 @@
 //! The dense executor: every operand embedded densely, contracted with faer. Small problems only.
 
-use super::pairs::Conj;
-use super::pairwise::{gemm, MatShape};
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::kernel::gemm;
+use crate::scalar::{Conj, Scalar};
 use crate::spec::{ContractionSpec, Tree};
 use crate::symmetry::Leg;
+use crate::view::MatShape;
 use faer::Accum;
 use ndarray::{ArrayD, IxDyn};
 

@@ -1,0 +1,201 @@
+//! Coupled sectors: a sector's pairs as one rectangle, free-axis groups (one per contracted
+//! block), contraction-axis groups (one per output block), or singles, by predicted time.
+
+use super::cost::CostModel;
+use super::group::{Access, Group, GroupKind, Place};
+use super::options::{PlanOptions, Policy, TIE};
+use super::price::single_cost;
+use super::step::{Keys, StepPlan};
+use std::collections::HashMap;
+
+pub(super) fn family_kind(ks: &Keys, ps: &[u32]) -> GroupKind {
+    let distinct = |v: &Vec<u32>| {
+        let mut x: Vec<u32> = ps.iter().map(|&p| v[p as usize]).collect();
+        x.sort();
+        x.dedup();
+        x.len()
+    };
+    let (nr, nk, nn) = (distinct(&ks.r), distinct(&ks.kk), distinct(&ks.nn));
+    if nk == 1 {
+        GroupKind::FreeAxis
+    } else if nr == 1 && nn == 1 {
+        GroupKind::ContractionAxis
+    } else {
+        GroupKind::Rectangle
+    }
+}
+
+/// Splits a coupled sector's pairs into groups: one rectangle, per-contracted-key
+/// free-axis groups, per-output-block contraction-axis groups, or singles, by predicted time.
+pub(super) fn choose_family(
+    sp: &StepPlan,
+    ks: &Keys,
+    ps: &[u32],
+    opts: &PlanOptions,
+) -> Vec<Vec<u32>> {
+    let model = &opts.model;
+    let singles: Vec<Vec<u32>> = ps.iter().map(|&p| vec![p]).collect();
+    // singles may later be batched: price them as batch members where that is cheaper
+    let sep: f64 = ps
+        .iter()
+        .map(|&p| {
+            let one = single_cost(sp, p, model);
+            let pr = &sp.pairs[p as usize];
+            if opts.batched {
+                one.min(
+                    one - model.gemm_s(pr.m, pr.n, pr.k) + model.batched_member_s(pr.m, pr.n, pr.k),
+                )
+            } else {
+                one
+            }
+        })
+        .sum();
+    let by = |f: &dyn Fn(u32) -> u64| -> Vec<Vec<u32>> {
+        let mut m: HashMap<u64, Vec<u32>> = HashMap::new();
+        for &p in ps {
+            m.entry(f(p)).or_default().push(p);
+        }
+        let mut v: Vec<Vec<u32>> = m.into_values().collect();
+        v.sort();
+        v
+    };
+    let mut cands: Vec<(f64, u8, Vec<Vec<u32>>)> = vec![(sep, 0, singles)];
+    // a class with one contracted key is the only writer of its output blocks, so its
+    // free-axis groups get their output laid out in place; otherwise they scatter
+    let sole = distinct(ps, &ks.kk) == 1;
+    let family_cost = |fam: &[Vec<u32>]| -> f64 {
+        fam.iter()
+            .map(|grp| {
+                if grp.len() == 1 {
+                    single_cost(sp, grp[0], model)
+                } else {
+                    concat_cost(sp, ks, grp, model, sole)
+                }
+            })
+            .sum()
+    };
+    if opts.rectangle {
+        let r = distinct(ps, &ks.r);
+        let k = distinct(ps, &ks.kk);
+        let n = distinct(ps, &ks.nn);
+        if ps.len() == r * k * n && k > 1 && (r > 1 || n > 1) {
+            let fam = vec![ps.to_vec()];
+            cands.push((family_cost(&fam), 3, fam));
+        }
+    }
+    if opts.free_axis {
+        let fam = by(&|p| ks.kk[p as usize] as u64);
+        if fam.iter().any(|g| g.len() > 1) {
+            cands.push((family_cost(&fam), 2, fam));
+        }
+    }
+    if opts.contraction_axis {
+        let fam = by(&|p| sp.pairs[p as usize].c as u64);
+        if fam.iter().any(|g| g.len() > 1) {
+            cands.push((family_cost(&fam), 1, fam));
+        }
+    }
+    let best = match opts.policy {
+        Policy::CostModel => {
+            // the fastest, or among those within TIE of it, the one with the fewest calls
+            let fastest = cands.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+            cands
+                .into_iter()
+                .filter(|c| c.0 <= fastest * (1.0 + TIE))
+                .min_by_key(|c| c.2.len())
+                .expect("the fastest is within TIE of itself")
+        }
+        Policy::Always => cands
+            .into_iter()
+            .max_by_key(|c| c.1)
+            .expect("at least the singles"),
+    };
+    best.2
+}
+
+fn distinct(ps: &[u32], ids: &[u32]) -> usize {
+    let mut x: Vec<u32> = ps.iter().map(|&p| ids[p as usize]).collect();
+    x.sort();
+    x.dedup();
+    x.len()
+}
+
+/// Rough cost of a concatenating group before layouts are known: operands packed, the
+/// output direct for rectangles and contraction-axis groups, scattered otherwise.
+fn concat_cost(sp: &StepPlan, ks: &Keys, ps: &[u32], model: &CostModel, sole_writer: bool) -> f64 {
+    let g = concat_group(sp, ks, ps, family_kind(ks, ps));
+    let mut packed = g.m * g.k + g.k * g.n;
+    if g.kind == GroupKind::FreeAxis && !sole_writer {
+        packed += 2 * g.m * g.n;
+    }
+    model.gemm_s(g.m, g.n, g.k) + model.pack_s(packed)
+}
+
+/// Places a set of pairs in one `m x k` times `k x n` GEMM (rows: distinct row keys, inner:
+/// distinct contracted keys, columns: distinct column keys, each in first-seen order).
+pub(super) fn concat_group(sp: &StepPlan, ks: &Keys, ps: &[u32], kind: GroupKind) -> Group {
+    let mut roff: HashMap<u32, usize> = HashMap::new();
+    let mut koff: HashMap<u32, usize> = HashMap::new();
+    let mut noff: HashMap<u32, usize> = HashMap::new();
+    let (mut m, mut k, mut n) = (0, 0, 0);
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut seen_a, mut seen_b, mut seen_c) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let mut flops = 0.0;
+    for &p in ps {
+        let pr = &sp.pairs[p as usize];
+        let i = p as usize;
+        let ro = *roff.entry(ks.r[i]).or_insert_with(|| {
+            m += pr.m;
+            m - pr.m
+        });
+        let ko = *koff.entry(ks.kk[i]).or_insert_with(|| {
+            k += pr.k;
+            k - pr.k
+        });
+        let no = *noff.entry(ks.nn[i]).or_insert_with(|| {
+            n += pr.n;
+            n - pr.n
+        });
+        if seen_a.insert(pr.a, ()).is_none() {
+            a.push(Place {
+                block: pr.a,
+                row: ro,
+                col: ko,
+            });
+        }
+        if seen_b.insert(pr.b, ()).is_none() {
+            b.push(Place {
+                block: pr.b,
+                row: ko,
+                col: no,
+            });
+        }
+        if seen_c.insert(pr.c, ()).is_none() {
+            c.push(Place {
+                block: pr.c,
+                row: ro,
+                col: no,
+            });
+        }
+        flops += pr.flops();
+    }
+    Group {
+        kind,
+        pairs: ps.to_vec(),
+        m,
+        n,
+        k,
+        a,
+        b,
+        c,
+        a_access: Access::Packed,
+        b_access: Access::Packed,
+        c_access: Access::Packed,
+        flops,
+        wasted_flops: 2.0 * (m * n * k) as f64 - flops,
+        packed_elems: 0,
+        predicted_s: 0.0,
+        uncoalesced_s: 0.0,
+        reason: String::new(),
+    }
+}

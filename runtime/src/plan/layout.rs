@@ -1,0 +1,190 @@
+//! The output's layout (sole writers laid out in place), operand access (zero-copy or packed),
+//! scratch sizes and hazard-free components.
+
+use super::group::{Access, Group, GroupKind, Place};
+use super::step::StepPlan;
+use crate::view::{mat_shape, Layout, MatShape};
+use std::collections::HashMap;
+
+/// Output layout: the blocks of each rectangle or free-axis group that is their only writer
+/// tile one row-major `m x n` matrix, so its GEMM writes in place; every other block is
+/// row-major, after them.
+pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
+    let g = &sp.geometry;
+    let nout = sp.out_keys.len();
+    let dims: Vec<Vec<usize>> = sp
+        .out_keys
+        .iter()
+        .map(|key| {
+            key.iter()
+                .zip(&g.out_legs)
+                .map(|(&s, l)| l.space.dim_of(s as usize))
+                .collect()
+        })
+        .collect();
+    let mut layouts: Vec<Option<Layout>> = vec![None; nout];
+    let mut offset = 0usize;
+    // output blocks written by exactly one group can be laid out for that group
+    let mut writers = vec![0u32; nout];
+    for gr in groups {
+        for p in &gr.c {
+            writers[p.block as usize] += 1;
+        }
+    }
+    let mut order: Vec<&Group> = groups
+        .iter()
+        .filter(|x| matches!(x.kind, GroupKind::Rectangle | GroupKind::FreeAxis))
+        .filter(|x| x.c.iter().all(|p| writers[p.block as usize] == 1))
+        .collect();
+    order.sort_by_key(|x| std::cmp::Reverse(x.m * x.n));
+    for gr in order {
+        if gr.c.iter().any(|p| layouts[p.block as usize].is_some()) {
+            continue;
+        }
+        for p in &gr.c {
+            let d = &dims[p.block as usize];
+            let mut strides = vec![0isize; d.len()];
+            let mut acc = gr.n as isize;
+            for &ax in g.c_rows.iter().rev() {
+                strides[ax] = acc;
+                acc *= d[ax] as isize;
+            }
+            let mut acc = 1isize;
+            for &ax in g.c_cols.iter().rev() {
+                strides[ax] = acc;
+                acc *= d[ax] as isize;
+            }
+            layouts[p.block as usize] = Some(Layout {
+                dims: d.clone(),
+                strides,
+                offset: offset + p.row * gr.n + p.col,
+            });
+        }
+        offset += gr.m * gr.n;
+    }
+    sp.out_layouts = layouts
+        .into_iter()
+        .zip(&dims)
+        .map(|(l, d)| {
+            l.unwrap_or_else(|| {
+                let l = Layout::row_major(d, offset);
+                offset += l.len();
+                l
+            })
+        })
+        .collect();
+    sp.out_len = offset;
+    sp.c_mats = sp
+        .out_layouts
+        .iter()
+        .map(|l| mat_shape(l, &g.c_rows, &g.c_cols))
+        .collect();
+}
+
+/// Zero-copy access when the placed blocks already form one strided matrix.
+pub(super) fn matrix_access(
+    places: &[Place],
+    mats: &[Option<MatShape>],
+    offsets: &[usize],
+) -> Access {
+    let mut rs: Option<isize> = None;
+    let mut cs: Option<isize> = None;
+    for p in places {
+        let Some(m) = mats[p.block as usize] else {
+            return Access::Packed;
+        };
+        if m.m > 1 {
+            rs.get_or_insert(m.rs);
+        }
+        if m.n > 1 {
+            cs.get_or_insert(m.cs);
+        }
+    }
+    let cs = cs.unwrap_or(1);
+    let p0 = places[0];
+    let o0 = offsets[p0.block as usize] as isize;
+    let rs = match rs {
+        Some(r) => r,
+        None => match places.iter().find(|p| p.row != p0.row) {
+            Some(p) => {
+                let d = offsets[p.block as usize] as isize
+                    - o0
+                    - (p.col as isize - p0.col as isize) * cs;
+                d / (p.row as isize - p0.row as isize)
+            }
+            None => 1,
+        },
+    };
+    let base = o0 - p0.row as isize * rs - p0.col as isize * cs;
+    if base < 0 {
+        return Access::Packed;
+    }
+    let (mut m, mut n) = (0, 0);
+    for p in places {
+        let mat = mats[p.block as usize].expect("checked");
+        let ok = offsets[p.block as usize] as isize
+            == base + p.row as isize * rs + p.col as isize * cs
+            && (mat.m <= 1 || mat.rs == rs)
+            && (mat.n <= 1 || mat.cs == cs);
+        if !ok {
+            return Access::Packed;
+        }
+        m = m.max(p.row + mat.m);
+        n = n.max(p.col + mat.n);
+    }
+    Access::Direct(MatShape { m, rs, n, cs }, base as usize)
+}
+
+pub(super) fn scratch_of(g: &Group) -> usize {
+    match g.kind {
+        GroupKind::Single | GroupKind::Batched | GroupKind::Grouped => {
+            g.m * g.k + g.k * g.n + g.m * g.n
+        }
+        _ => {
+            let mut s = 0;
+            if g.a_access.is_packed() {
+                s += g.m * g.k;
+            }
+            if g.b_access.is_packed() {
+                s += g.k * g.n;
+            }
+            if g.c_access.is_packed() {
+                s += g.m * g.n;
+            }
+            s
+        }
+    }
+}
+
+/// Groups linked by a shared output block end up in one component; components are independent.
+pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
+    let mut parent: Vec<usize> = (0..groups.len()).collect();
+    fn find(p: &mut [usize], x: usize) -> usize {
+        let mut r = x;
+        while p[r] != r {
+            p[r] = p[p[r]];
+            r = p[r];
+        }
+        r
+    }
+    let mut owner: Vec<Option<usize>> = vec![None; nout];
+    for (gi, g) in groups.iter().enumerate() {
+        for c in &g.c {
+            match owner[c.block as usize] {
+                None => owner[c.block as usize] = Some(gi),
+                Some(o) => {
+                    let (x, y) = (find(&mut parent, o), find(&mut parent, gi));
+                    parent[x] = y;
+                }
+            }
+        }
+    }
+    let mut comp: HashMap<usize, Vec<u32>> = HashMap::new();
+    for gi in 0..groups.len() {
+        let r = find(&mut parent, gi);
+        comp.entry(r).or_default().push(gi as u32);
+    }
+    let mut v: Vec<Vec<u32>> = comp.into_values().collect();
+    v.sort();
+    v
+}

@@ -1,0 +1,125 @@
+//! Singles of one shape as batched calls; the singles left as grouped calls.
+
+use super::group::{Access, Group, GroupKind, Place};
+use super::options::{PlanOptions, Policy, TIE};
+use super::price::single_cost;
+use super::step::StepPlan;
+use crate::step::PairGemm;
+use std::collections::HashMap;
+
+/// Singles of equal shape become batched groups where that pays (or always, when forced).
+pub(super) fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions) -> Vec<Group> {
+    let mut buckets: HashMap<(usize, usize, usize), Vec<u32>> = HashMap::new();
+    for p in singles {
+        let pr = &sp.pairs[p as usize];
+        buckets.entry((pr.m, pr.n, pr.k)).or_default().push(p);
+    }
+    let mut shapes: Vec<_> = buckets.keys().copied().collect();
+    shapes.sort();
+    let mut out = Vec::new();
+    for sh in shapes {
+        let ps = &buckets[&sh];
+        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, &opts.model)).sum();
+        let bat =
+            opts.model.call_s + ps.len() as f64 * opts.model.batched_member_s(sh.0, sh.1, sh.2);
+        let take = opts.batched
+            && ps.len() > 1
+            && match opts.policy {
+                Policy::Always => true,
+                Policy::CostModel => bat <= sep * (1.0 + TIE),
+            };
+        if take {
+            out.push(member_group(sp, ps, GroupKind::Batched));
+        } else {
+            out.extend(
+                ps.iter()
+                    .map(|&p| member_group(sp, &[p], GroupKind::Single)),
+            );
+        }
+    }
+    if opts.grouped {
+        out = group_singles(sp, out, opts);
+    }
+    out
+}
+
+/// Singles left after batching become grouped calls: members of different shapes, each
+/// output block at most once per call (so a GPU may run them concurrently), taken where the
+/// cost model says so (on a CPU a grouped call is a loop of GEMMs: a tie, broken towards
+/// fewer calls).
+fn group_singles(sp: &StepPlan, groups: Vec<Group>, opts: &PlanOptions) -> Vec<Group> {
+    let (singles, mut out): (Vec<Group>, Vec<Group>) = groups
+        .into_iter()
+        .partition(|g| g.kind == GroupKind::Single);
+    let mut calls: Vec<(Vec<u32>, std::collections::HashSet<u32>)> = Vec::new();
+    for g in &singles {
+        let p = g.pairs[0];
+        let c = sp.pairs[p as usize].c;
+        match calls.iter_mut().find(|(_, cs)| !cs.contains(&c)) {
+            Some((ps, cs)) => {
+                ps.push(p);
+                cs.insert(c);
+            }
+            None => calls.push((vec![p], [c].into_iter().collect())),
+        }
+    }
+    let m = &opts.model;
+    for (ps, _) in calls {
+        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, m)).sum();
+        let grouped = m.call_s + sep - ps.len() as f64 * (m.call_s - m.member_s);
+        let take = ps.len() > 1
+            && match opts.policy {
+                Policy::Always => true,
+                Policy::CostModel => grouped <= sep * (1.0 + TIE),
+            };
+        if take {
+            out.push(member_group(sp, &ps, GroupKind::Grouped));
+        } else {
+            out.extend(
+                ps.iter()
+                    .map(|&p| member_group(sp, &[p], GroupKind::Single)),
+            );
+        }
+    }
+    out
+}
+
+fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
+    // the largest member's extents (all equal for single and batched groups)
+    let max = |f: fn(&PairGemm) -> usize| {
+        ps.iter()
+            .map(|&p| f(&sp.pairs[p as usize]))
+            .max()
+            .unwrap_or(0)
+    };
+    let pr0 = PairGemm {
+        m: max(|p| p.m),
+        n: max(|p| p.n),
+        k: max(|p| p.k),
+        ..sp.pairs[ps[0] as usize]
+    };
+    let place = |block| Place {
+        block,
+        row: 0,
+        col: 0,
+    };
+    Group {
+        kind,
+        pairs: ps.to_vec(),
+        m: pr0.m,
+        n: pr0.n,
+        k: pr0.k,
+        a: ps.iter().map(|&p| place(sp.pairs[p as usize].a)).collect(),
+        b: ps.iter().map(|&p| place(sp.pairs[p as usize].b)).collect(),
+        c: ps.iter().map(|&p| place(sp.pairs[p as usize].c)).collect(),
+        a_access: Access::Packed,
+        b_access: Access::Packed,
+        c_access: Access::Packed,
+        flops: ps.iter().map(|&p| sp.pairs[p as usize].flops()).sum(),
+        wasted_flops: 0.0,
+        packed_elems: 0,
+        predicted_s: 0.0,
+        uncoalesced_s: 0.0,
+        reason: String::new(),
+    }
+}

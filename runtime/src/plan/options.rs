@@ -1,0 +1,107 @@
+//! What the planner may do: the group kinds allowed, how they are chosen, the cost model.
+
+use super::cost::CostModel;
+use super::group::GroupKind;
+
+/// Predicted times within this fraction count as a tie, broken towards fewer kernel calls
+/// (a launch is cheap on a CPU but costs microseconds on a GPU).
+pub const TIE: f64 = 0.02;
+
+/// Whether a group kind is chosen by the cost model, always when possible, or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Coalesce where the cost model predicts a gain.
+    CostModel,
+    /// Coalesce wherever the kind applies (tests, comparisons).
+    Always,
+}
+
+/// What the planner may do.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PlanOptions {
+    /// Batched groups allowed.
+    pub batched: bool,
+    /// Free-axis groups allowed.
+    pub free_axis: bool,
+    /// Contraction-axis groups allowed.
+    pub contraction_axis: bool,
+    /// Fully populated rectangles allowed.
+    pub rectangle: bool,
+    /// Grouped calls (pairs of different shapes, different outputs) allowed.
+    pub grouped: bool,
+    /// How kinds are chosen.
+    pub policy: Policy,
+    /// The cost model's constants.
+    pub model: CostModel,
+}
+
+impl Default for PlanOptions {
+    /// Every kind allowed, chosen by this machine's calibrated cost model.
+    fn default() -> Self {
+        PlanOptions {
+            batched: true,
+            free_axis: true,
+            contraction_axis: true,
+            rectangle: true,
+            grouped: true,
+            policy: Policy::CostModel,
+            model: CostModel::calibrated(),
+        }
+    }
+}
+
+impl PlanOptions {
+    /// Only single GEMMs: the per-pair plan.
+    pub fn uncoalesced() -> Self {
+        PlanOptions {
+            batched: false,
+            free_axis: false,
+            contraction_axis: false,
+            rectangle: false,
+            grouped: false,
+            ..Self::default()
+        }
+    }
+    /// Exactly one kind forced on wherever it applies (plus singles), with default constants.
+    pub fn only(kind: GroupKind) -> Self {
+        PlanOptions {
+            batched: kind == GroupKind::Batched,
+            free_axis: kind == GroupKind::FreeAxis,
+            contraction_axis: kind == GroupKind::ContractionAxis,
+            rectangle: kind == GroupKind::Rectangle,
+            grouped: kind == GroupKind::Grouped,
+            policy: Policy::Always,
+            model: CostModel::default(),
+        }
+    }
+    pub(crate) fn fingerprint(&self) -> u64 {
+        let mut h = 0u64;
+        for (i, b) in [
+            self.batched,
+            self.free_axis,
+            self.contraction_axis,
+            self.rectangle,
+            self.grouped,
+        ]
+        .iter()
+        .enumerate()
+        {
+            h |= (*b as u64) << i;
+        }
+        let mut f = crate::hash::Fx::default();
+        f.write(h | ((self.policy == Policy::Always) as u64) << 8);
+        let m = &self.model;
+        for x in [
+            m.call_s,
+            m.tiny_call_s,
+            m.tiny_rate,
+            m.peak_rate,
+            m.elem_s,
+            m.pack_elem_s,
+            m.member_s,
+        ] {
+            f.write(x.to_bits());
+        }
+        f.finish()
+    }
+}

@@ -1,0 +1,104 @@
+//! The block pairs of a step: one GEMM per pair of blocks that meet on the contracted legs.
+
+use super::Geometry;
+use crate::block::{block_charge, BlockKey, DynTensor};
+use crate::scalar::Scalar;
+use std::collections::HashMap;
+
+/// One block-pair GEMM: `C[c] += A[a] * B[b]` with shape `m x k` times `k x n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PairGemm {
+    /// Block position in A.
+    pub a: u32,
+    /// Block position in B.
+    pub b: u32,
+    /// Block position in the output.
+    pub c: u32,
+    /// Rows (product of A's free dims).
+    pub m: usize,
+    /// Columns (product of B's free dims).
+    pub n: usize,
+    /// Inner dimension (product of contracted dims).
+    pub k: usize,
+}
+
+impl PairGemm {
+    /// Useful flops (2mnk; complex counts 4x the real multiply-adds).
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+/// The output's block keys and the pair GEMMs, sorted by (output, A, B) block.
+#[derive(Debug, Clone)]
+pub struct PairList {
+    /// Output block keys, sorted; `PairGemm::c` indexes this.
+    pub out_keys: Vec<BlockKey>,
+    /// The GEMMs.
+    pub pairs: Vec<PairGemm>,
+}
+
+/// Enumerates every matching block pair.
+pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) -> PairList {
+    let mut by_contr: HashMap<Vec<u32>, Vec<u32>> = HashMap::new();
+    for (j, blk) in b.blocks().iter().enumerate() {
+        let key: Vec<u32> = g.b_contr.iter().map(|&l| blk.key[l]).collect();
+        by_contr.entry(key).or_default().push(j as u32);
+    }
+    let mut out_index: HashMap<BlockKey, u32> = HashMap::new();
+    let mut out_keys: Vec<BlockKey> = Vec::new();
+    let mut pairs = Vec::new();
+    let rank_out = g.c_rows.len() + g.c_cols.len();
+    for (i, ablk) in a.blocks().iter().enumerate() {
+        let key: Vec<u32> = g.a_contr.iter().map(|&l| ablk.key[l]).collect();
+        let Some(bs) = by_contr.get(&key) else {
+            continue;
+        };
+        let m: usize = g.a_free.iter().map(|&l| ablk.layout.dims[l]).product();
+        let k: usize = g.a_contr.iter().map(|&l| ablk.layout.dims[l]).product();
+        for &j in bs {
+            let bblk = &b.blocks()[j as usize];
+            let mut ok = vec![0u32; rank_out];
+            for (&p, &l) in g.c_rows.iter().zip(&g.a_free) {
+                ok[p] = ablk.key[l];
+            }
+            for (&p, &l) in g.c_cols.iter().zip(&g.b_free) {
+                ok[p] = bblk.key[l];
+            }
+            let ok: BlockKey = ok.into_boxed_slice();
+            let c = *out_index.entry(ok.clone()).or_insert_with(|| {
+                out_keys.push(ok);
+                (out_keys.len() - 1) as u32
+            });
+            let n: usize = g.b_free.iter().map(|&l| bblk.layout.dims[l]).product();
+            pairs.push(PairGemm {
+                a: i as u32,
+                b: j,
+                c,
+                m,
+                n,
+                k,
+            });
+        }
+    }
+    // renumber output blocks in key order
+    let mut order: Vec<u32> = (0..out_keys.len() as u32).collect();
+    order.sort_by(|&x, &y| out_keys[x as usize].cmp(&out_keys[y as usize]));
+    let mut rank = vec![0u32; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        rank[old as usize] = new as u32;
+    }
+    for p in &mut pairs {
+        p.c = rank[p.c as usize];
+    }
+    let mut sorted_keys: Vec<BlockKey> = order
+        .iter()
+        .map(|&o| out_keys[o as usize].clone())
+        .collect();
+    std::mem::swap(&mut out_keys, &mut sorted_keys);
+    pairs.sort_by_key(|p| (p.c, p.a, p.b));
+    debug_assert!(out_keys
+        .iter()
+        .all(|k| { block_charge(&g.out_legs, &g.symmetry, k) == g.out_charge }));
+    PairList { out_keys, pairs }
+}
