@@ -12,7 +12,6 @@ fn cuda_unavailable_is_a_typed_error() {
     println!("skipping GPU tests: {e}");
 }
 
-#[cfg(feature = "cuda")]
 mod gpu {
     use super::common;
     use blockcontract::exec::cuda::{CudaDevice, DeviceTensor};

@@ -27,8 +27,30 @@ fn check<T: Scalar>(seed: u64, sym: usize, tol: f64) -> Result<(), TestCaseError
     Ok(())
 }
 
+fn check_same<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+    let c = common::same_tensor_case::<T>(seed, sym);
+    let ops: [&DynTensor<T>; 2] = [&c.x, &c.x];
+    let (r, _) = contract_dyn(&c.spec, &ops, T::from_f64(0.75), Executor::Pairwise)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let (d, _) = contract_dyn(&c.spec, &ops, T::from_f64(0.75), Executor::Dense)
+        .map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let diff = common::rel_diff(&r.to_dense(), &d.to_dense());
+    prop_assert!(diff <= 1e-13, "relative difference {diff}");
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn one_tensor_as_both_operands_f64(seed in any::<u64>(), sym in 0usize..5) {
+        check_same::<f64>(seed, sym)?;
+    }
+
+    #[test]
+    fn one_tensor_as_both_operands_complex(seed in any::<u64>(), sym in 0usize..5) {
+        check_same::<Complex64>(seed, sym)?;
+    }
 
     #[test]
     fn f64_matches_dense(seed in any::<u64>(), sym in 0usize..5) {

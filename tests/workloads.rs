@@ -155,6 +155,20 @@ fn malformed_workloads_name_the_field() {
             "order[0]",
         ),
         (Box::new(|v| v["order"] = serde_json::json!([])), "order"),
+        (
+            Box::new(|v| v["order"] = serde_json::json!([["A", "B", "A"]])),
+            "order[0]",
+        ),
+        // unknown fields are rejected, named themselves
+        (Box::new(|v| v["colour"] = "red".into()), "colour"),
+        (
+            Box::new(|v| v["tensors"]["A"]["legs"][0]["colour"] = "red".into()),
+            "tensors.A.legs[0].colour",
+        ),
+        (
+            Box::new(|v| v["tensors"]["A"]["seed"] = "one".into()),
+            "tensors.A.seed",
+        ),
     ];
     for (i, (mutate, want)) in cases.into_iter().enumerate() {
         let mut v = base();

@@ -4,7 +4,6 @@
 //! `cargo run --release --example bench -- workloads/*.json [--executor NAME]... [--repeat N]
 //!  [--threads N] [--json] [--explain] [--baseline pairwise] [--report DIR] [--peer PATH]`
 
-#[cfg(feature = "cuda")]
 mod gpu;
 mod report;
 mod run;
@@ -109,9 +108,10 @@ fn real_main(args: &Args) -> Result<usize> {
     names.retain(|n| !n.starts_with("cuda"));
     for g in &gpu {
         if g != "cuda" && g != "cuda-pairwise" {
-            return Err(blockcontract::Error::InvalidContraction(format!(
-                "unknown executor `{g}`; expected cuda or cuda-pairwise"
-            )));
+            return Err(blockcontract::Error::UnknownExecutor {
+                name: g.clone(),
+                expected: "cuda or cuda-pairwise".into(),
+            });
         }
     }
     let execs: Vec<Executor> = names
@@ -175,7 +175,6 @@ fn real_main(args: &Args) -> Result<usize> {
     Ok(failures)
 }
 
-#[cfg(feature = "cuda")]
 fn gpu_run(w: &Workload, name: &str, args: &Args, expected: &HashMap<String, Expected>) -> usize {
     match gpu::measure(w, name == "cuda-pairwise", args) {
         Ok(o) => {
@@ -205,13 +204,4 @@ fn gpu_run(w: &Workload, name: &str, args: &Args, expected: &HashMap<String, Exp
             1
         }
     }
-}
-
-#[cfg(not(feature = "cuda"))]
-fn gpu_run(w: &Workload, name: &str, _args: &Args, _expected: &HashMap<String, Expected>) -> usize {
-    let why = blockcontract::exec::cuda::probe()
-        .err()
-        .map_or(String::new(), |e| e.to_string());
-    eprintln!("{}: {name}: {why}", w.name);
-    1
 }

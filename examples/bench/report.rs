@@ -3,6 +3,7 @@
 use crate::run::Measured;
 use crate::Args;
 use blockcontract::{Error, Result};
+use plotters::prelude::*;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -31,7 +32,11 @@ pub fn write(dir: &Path, rows: &[Measured], peak: f64, args: &Args) -> Result<()
     let p = dir.join("report.md");
     std::fs::write(&p, md).map_err(|e| io(&p, e))?;
     let p = dir.join("report.svg");
-    std::fs::write(&p, svg(rows)).map_err(|e| io(&p, e))?;
+    let plot = svg(rows).map_err(|reason| Error::Io {
+        path: p.display().to_string(),
+        reason,
+    })?;
+    std::fs::write(&p, plot).map_err(|e| io(&p, e))?;
     Ok(())
 }
 
@@ -111,19 +116,13 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
     s
 }
 
-fn svg(rows: &[Measured]) -> String {
-    let series: [(&str, &str); 3] = [
-        ("pairwise", "#999999"),
-        ("planned", "#1f77b4"),
-        ("TeNPy", "#d62728"),
+/// Horizontal bars per workload (pairwise, planned, TeNPy), log time axis, drawn by plotters.
+fn svg(rows: &[Measured]) -> std::result::Result<String, String> {
+    let series: [(&str, RGBColor); 3] = [
+        ("pairwise", RGBColor(0x99, 0x99, 0x99)),
+        ("planned", RGBColor(0x1f, 0x77, 0xb4)),
+        ("TeNPy", RGBColor(0xd6, 0x27, 0x28)),
     ];
-    let bar = 9.0;
-    let row_h = bar * 3.0 + 8.0;
-    let left = 200.0;
-    let width = 900.0;
-    let plot_w = width - left - 40.0;
-    let top = 50.0;
-    let height = top + row_h * rows.len() as f64 + 40.0;
     let times: Vec<[Option<f64>; 3]> = rows
         .iter()
         .map(|m| {
@@ -141,73 +140,87 @@ fn svg(rows: &[Measured]) -> String {
         .copied()
         .filter(|x| *x > 0.0)
         .collect();
-    let lo = all
-        .iter()
-        .copied()
-        .fold(f64::INFINITY, f64::min)
-        .log10()
-        .floor();
-    let hi = all
-        .iter()
-        .copied()
-        .fold(f64::NEG_INFINITY, f64::max)
-        .log10()
-        .ceil()
-        .max(lo + 1.0);
-    let x = |t: f64| left + (t.log10() - lo) / (hi - lo) * plot_w;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="11">"#
+    let lo = 10f64.powf(
+        all.iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
+            .log10()
+            .floor(),
     );
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        s,
-        r#"<text x="{left}" y="20" font-size="14">time per contraction (ms, log scale, lower is better)</text>"#
+    let hi = 10f64.powf(
+        all.iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max)
+            .log10()
+            .ceil(),
     );
-    for (i, (name, color)) in series.iter().enumerate() {
-        let lx = left + i as f64 * 110.0;
-        let _ = writeln!(
-            s,
-            r#"<rect x="{lx}" y="30" width="10" height="10" fill="{color}"/><text x="{}" y="39">{name}</text>"#,
-            lx + 14.0
-        );
-    }
-    let mut d = lo;
-    while d <= hi {
-        let gx = x(10f64.powf(d));
-        let _ = writeln!(
-            s,
-            r##"<line x1="{gx}" y1="{top}" x2="{gx}" y2="{}" stroke="#ddd"/><text x="{gx}" y="{}" text-anchor="middle">{}</text>"##,
-            height - 30.0,
-            height - 15.0,
-            10f64.powf(d)
-        );
-        d += 1.0;
-    }
-    for (r, (m, ts)) in rows.iter().zip(&times).enumerate() {
-        let y0 = top + r as f64 * row_h;
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="end">{}</text>"#,
-            left - 6.0,
-            y0 + row_h / 2.0,
-            m.name
-        );
-        for (i, t) in ts.iter().enumerate() {
-            if let Some(t) = t.filter(|t| *t > 0.0) {
-                let _ = writeln!(
-                    s,
-                    r#"<rect x="{left}" y="{}" width="{:.1}" height="{bar}" fill="{}"><title>{} {:.3} ms</title></rect>"#,
-                    y0 + i as f64 * bar,
-                    (x(t) - left).max(1.0),
-                    series[i].1,
-                    series[i].0,
-                    t
-                );
-            }
+    // room on the right for the legend
+    let (lo, hi) = if lo.is_finite() && hi > lo {
+        (lo, hi * 4.0)
+    } else {
+        (0.001, 1000.0)
+    };
+    let n = rows.len().max(1);
+    let mut out = String::new();
+    {
+        let height = 90 + 36 * n as u32;
+        let root = SVGBackend::with_string(&mut out, (900, height)).into_drawing_area();
+        let e = |e: &dyn std::fmt::Display| e.to_string();
+        root.fill(&WHITE).map_err(|x| e(&x))?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(
+                "time per contraction (ms, log scale, lower is better)",
+                ("sans-serif", 16),
+            )
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(190)
+            .build_cartesian_2d((lo..hi).log_scale(), (0..3 * n).into_segmented())
+            .map_err(|x| e(&x))?;
+        // one segment per bar, the first workload on top; its name beside its middle bar
+        let name = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) if i % 3 == 1 => rows
+                .get(n - 1 - i / 3)
+                .map_or(String::new(), |m| m.name.clone()),
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .y_labels(3 * n)
+            .y_label_formatter(&name)
+            .disable_y_mesh()
+            .x_desc("ms")
+            .draw()
+            .map_err(|x| e(&x))?;
+        for (i, (label, color)) in series.iter().enumerate() {
+            let color = *color;
+            let bars = times.iter().enumerate().filter_map(|(r, ts)| {
+                let t = ts[i].filter(|t| *t > 0.0)?;
+                let y = 3 * (n - 1 - r) + 2 - i;
+                Some(Rectangle::new(
+                    [
+                        (lo, SegmentValue::Exact(y)),
+                        (t, SegmentValue::Exact(y + 1)),
+                    ],
+                    color.filled(),
+                ))
+            });
+            chart
+                .draw_series(bars)
+                .map_err(|x| e(&x))?
+                .label(*label)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
         }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE)
+            .border_style(BLACK)
+            .draw()
+            .map_err(|x| e(&x))?;
+        root.present().map_err(|x| e(&x))?;
     }
-    let _ = writeln!(s, "</svg>");
-    s
+    Ok(out)
 }

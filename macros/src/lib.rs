@@ -1,5 +1,6 @@
 //! The `contract!` macro of blockcontract: index notation for block-sparse tensor
 //! contractions, checked at compile time. See the `blockcontract` crate for the user guide.
+#![forbid(unsafe_code)]
 
 mod ast;
 mod check;

@@ -1,4 +1,4 @@
-//! Checked IR -> tokens; the only file that calls `quote!`.
+//! Checked IR -> tokens: the code generation (the parser only re-emits scalar tokens as written).
 
 use crate::ast::{AssignOp, OperandExpr};
 use crate::check::{Checked, FlowIr, IxIr, TreeIr};

@@ -1,11 +1,15 @@
-//! The one error type of the runtime.
+//! The one error type of the runtime. Every variant names what is at fault: the index, leg,
+//! operand, sector, rank, executor or file.
 
+use crate::scalar::DType;
 use crate::symmetry::{Charge, Flow};
+use std::fmt;
 
 /// Everything that can go wrong when building, loading or contracting tensors.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    // ---- legs, charges and blocks
     /// Two legs that must share a space (a contracted pair, an assignment target) do not.
     #[error("space mismatch at {what}: left has sectors {left}, right has sectors {right}")]
     SpaceMismatch {
@@ -17,7 +21,7 @@ pub enum Error {
         right: String,
     },
     /// A contracted pair has equal flows, or a leg's flow contradicts an annotation or target.
-    #[error("flow mismatch at {what}: {left:?} vs {right:?}{hint}")]
+    #[error("flow mismatch at {what}: {left:?} vs {right:?}{}", hint_suffix(.hint))]
     FlowMismatch {
         /// Which index or leg is at fault.
         what: String,
@@ -25,7 +29,7 @@ pub enum Error {
         left: Flow,
         /// The second flow.
         right: Flow,
-        /// Extra explanation (may be empty).
+        /// What to do about it (may be empty).
         hint: String,
     },
     /// A charge does not fit the symmetry or does not match.
@@ -47,6 +51,24 @@ pub enum Error {
         left: String,
         /// Right symmetry.
         right: String,
+    },
+    /// A symmetry that does not exist (`Z0`).
+    #[error("invalid symmetry: {reason}")]
+    InvalidSymmetry {
+        /// Why.
+        reason: String,
+    },
+    /// Two sectors of one space carry the same charge.
+    #[error("duplicate charge in {what}: sectors {first} and {second} both have charge {charge}")]
+    DuplicateCharge {
+        /// The space at fault.
+        what: String,
+        /// The first sector.
+        first: usize,
+        /// The second sector.
+        second: usize,
+        /// Their charge.
+        charge: Charge,
     },
     /// A tensor has a different rank than required.
     #[error("rank mismatch at {what}: expected {expected} legs, found {found}")]
@@ -94,9 +116,82 @@ pub enum Error {
         /// Found shape.
         found: Vec<usize>,
     },
-    /// A contraction description is inconsistent (indices, orders, legs).
-    #[error("invalid contraction: {0}")]
-    InvalidContraction(String),
+    /// An axis order that is not a permutation of `0..rank`.
+    #[error("{order:?} is not a permutation of 0..{rank}")]
+    NotAPermutation {
+        /// The order given.
+        order: Vec<usize>,
+        /// The rank it should permute.
+        rank: usize,
+    },
+
+    // ---- contractions and plans
+    /// A contraction's index structure is inconsistent (an index too often, an output index
+    /// missing on the right, an order that misses an operand, ...).
+    #[error("invalid contraction: {reason}")]
+    InvalidSpec {
+        /// What is wrong, naming the index or operand.
+        reason: String,
+    },
+    /// A contraction got a different number of operands than it has factors.
+    #[error("{found} operands given for a contraction of {expected}")]
+    OperandCount {
+        /// Factors of the contraction.
+        expected: usize,
+        /// Operands given.
+        found: usize,
+    },
+    /// A plan was run on an operand of another block structure than it was made for.
+    #[error("operand {operand} does not have the block structure this plan was made for")]
+    PlanMismatch {
+        /// Position of the operand.
+        operand: usize,
+    },
+    /// A plan with no pairwise step (a single operand) was given to an executor that needs one.
+    #[error("the plan has no pairwise step (a single operand): nothing for the {executor} executor to run")]
+    EmptyPlan {
+        /// The executor.
+        executor: String,
+    },
+
+    // ---- executors
+    /// An executor name that does not exist.
+    #[error("unknown executor `{name}`; expected {expected}")]
+    UnknownExecutor {
+        /// The name given.
+        name: String,
+        /// The names that exist.
+        expected: String,
+    },
+    /// An element type an executor does not run.
+    #[error("the {executor} executor does not support {dtype} tensors")]
+    UnsupportedDtype {
+        /// The element type.
+        dtype: DType,
+        /// The executor.
+        executor: String,
+    },
+    /// A problem is too large (for an executor, or to allocate).
+    #[error("too large: {what}: {reason}")]
+    TooLarge {
+        /// What is too large.
+        what: String,
+        /// Why.
+        reason: String,
+    },
+    /// The CUDA executor cannot run: not compiled in, no driver, no device.
+    #[error("CUDA unavailable: {0}")]
+    CudaUnavailable(String),
+    /// A CUDA call failed.
+    #[error("CUDA error in {op}: {source}")]
+    Cuda {
+        /// The operation that failed.
+        op: String,
+        /// The library's error.
+        source: CudaError,
+    },
+
+    // ---- files
     /// A workload file is malformed.
     #[error("workload {file}: field `{field}`: {reason}")]
     Workload {
@@ -115,14 +210,6 @@ pub enum Error {
         /// The OS error.
         reason: String,
     },
-    /// A problem is too large for the chosen executor.
-    #[error("too large for {executor}: {reason}")]
-    TooLarge {
-        /// The executor.
-        executor: String,
-        /// Why.
-        reason: String,
-    },
     /// The element type does not match what a file or tensor holds.
     #[error("dtype mismatch at {what}: expected {expected}, found {found}")]
     DtypeMismatch {
@@ -133,12 +220,41 @@ pub enum Error {
         /// Found dtype.
         found: String,
     },
-    /// The CUDA executor cannot run: not compiled in, no driver, no device.
-    #[error("CUDA unavailable: {0}")]
-    CudaUnavailable(String),
-    /// A CUDA call failed.
-    #[error("CUDA error: {0}")]
-    Cuda(String),
+}
+
+/// A failure reported by one of the CUDA libraries, kept by kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CudaError {
+    /// The driver API (`CUresult`).
+    Driver(String),
+    /// cuBLAS (`cublasStatus_t`).
+    Blas(String),
+    /// NVRTC (compile log).
+    Nvrtc(String),
+    /// A lowered op that does not fit its buffers (a broken invariant of the lowering).
+    Lowering(String),
+}
+
+impl fmt::Display for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CudaError::Driver(s) => write!(f, "driver: {s}"),
+            CudaError::Blas(s) => write!(f, "cuBLAS: {s}"),
+            CudaError::Nvrtc(s) => write!(f, "NVRTC: {s}"),
+            CudaError::Lowering(s) => write!(f, "lowering: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for CudaError {}
+
+fn hint_suffix(hint: &str) -> String {
+    if hint.is_empty() {
+        String::new()
+    } else {
+        format!("; hint: {hint}")
+    }
 }
 
 /// The runtime's result type.

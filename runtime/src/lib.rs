@@ -6,6 +6,8 @@
 //! those before it: `error`, `scalar`, `hash` -> `symmetry` -> `view` -> `kernel` ->
 //! `block` -> `spec` -> `step` -> `plan` -> `exec` -> `macro_support`, `workload`.
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod block;
 pub mod error;
@@ -25,9 +27,10 @@ pub mod view;
 pub mod workload;
 
 pub use block::{Block, BlockKey, DynTensor, Tensor};
-pub use error::{Error, Result};
-pub use exec::{contract_dyn, Executor, RunStats};
-pub use plan::{CostModel, GroupKind, Plan, PlanCache, PlanOptions};
+pub use error::{CudaError, Error, Result};
+pub use exec::{contract_dyn, execute, Executor, RunStats};
+pub use plan::{build_plan, CostModel, GroupKind, Plan, PlanCache, PlanOptions};
 pub use scalar::{Conj, DType, Scalar};
 pub use spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 pub use symmetry::{Charge, ChargeKind, Flow, Leg, Sector, Space, SpaceKind, Symmetry};
+pub use workload::Workload;

@@ -4,9 +4,10 @@
 use crate::block::{DynTensor, Tensor};
 use crate::error::Result;
 use crate::exec::contract_planned;
+use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{PlanCache, PlanOptions};
-use crate::scalar::Scalar;
+use crate::scalar::{Conj, Scalar};
 use crate::spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 use crate::symmetry::Flow;
 use num_complex::Complex64;
@@ -79,7 +80,7 @@ pub fn ix(label: usize, flow: Option<Flow>, local: bool) -> IndexSpec {
 pub fn op(name: &str, conj: bool, indices: Vec<IndexSpec>) -> OperandSpec {
     OperandSpec {
         name: name.to_string(),
-        conj,
+        conj: Conj::from_bool(conj),
         indices,
     }
 }
@@ -255,12 +256,14 @@ pub fn contract_into<X: Target + ?Sized>(
     alpha: X::Elem,
 ) -> Result<()> {
     let t = site.run(spec, ops, alpha)?;
+    let accum = match spec.assign {
+        Assign::Accumulate => Accum::Add,
+        Assign::New | Assign::Overwrite => Accum::Replace,
+    };
     let names: Vec<String> = spec
         .output
         .iter()
         .map(|i| spec.labels[i.label].clone())
         .collect();
-    target
-        .target_mut()
-        .write_from(&t, spec.assign == Assign::Accumulate, &names)
+    target.target_mut().write_from(&t, accum, &names)
 }

@@ -2,6 +2,7 @@
 //! workload files parse into; the contract between the macro and the runtime.
 
 use crate::error::{Error, Result};
+use crate::scalar::Conj;
 use crate::symmetry::Flow;
 
 /// One index occurrence: its label and the annotations written on it.
@@ -21,7 +22,7 @@ pub struct OperandSpec {
     /// The operand as written (for error messages).
     pub name: String,
     /// `conj(x)[..]`: values conjugated, flows reversed.
-    pub conj: bool,
+    pub conj: Conj,
     /// Its indices, one per leg.
     pub indices: Vec<IndexSpec>,
 }
@@ -57,6 +58,31 @@ impl Tree {
                 v
             }
         }
+    }
+    /// Folds the tree bottom-up, the one walker of a pairwise order: `leaf(i)` for each
+    /// operand, `node(left, right, is_root)` for each pairwise step, left subtree first (the
+    /// order steps execute in).
+    pub fn fold<X>(
+        &self,
+        leaf: &mut impl FnMut(usize) -> Result<X>,
+        node: &mut impl FnMut(X, X, bool) -> Result<X>,
+    ) -> Result<X> {
+        fn go<X>(
+            t: &Tree,
+            root: bool,
+            leaf: &mut impl FnMut(usize) -> Result<X>,
+            node: &mut impl FnMut(X, X, bool) -> Result<X>,
+        ) -> Result<X> {
+            match t {
+                Tree::Leaf(i) => leaf(*i),
+                Tree::Node(a, b) => {
+                    let x = go(a, false, leaf, node)?;
+                    let y = go(b, false, leaf, node)?;
+                    node(x, y, root)
+                }
+            }
+        }
+        go(self, true, leaf, node)
     }
     /// `(a*(b*c))`-style text with operand names.
     pub fn describe(&self, names: &[String]) -> String {
@@ -107,7 +133,7 @@ impl ContractionSpec {
             for ix in &op.indices {
                 let l = self.label(ix.label)?;
                 if std::mem::replace(&mut seen[ix.label], true) {
-                    return Err(Error::InvalidContraction(format!(
+                    return Err(invalid(format!(
                         "index `{l}` appears twice on `{}` (partial traces are not supported)",
                         op.name
                     )));
@@ -119,31 +145,29 @@ impl ContractionSpec {
             let l = self.label(ix.label)?;
             lhs[ix.label] += 1;
             if lhs[ix.label] > 1 {
-                return Err(Error::InvalidContraction(format!(
-                    "output index `{l}` is repeated"
-                )));
+                return Err(invalid(format!("output index `{l}` is repeated")));
             }
         }
         for (i, name) in self.labels.iter().enumerate() {
             match (rhs[i], lhs[i]) {
                 (1, 1) | (2, 0) | (0, 0) => {}
                 (2, 1) => {
-                    return Err(Error::InvalidContraction(format!(
+                    return Err(invalid(format!(
                         "index `{name}` is contracted on the right but also appears in the output"
                     )))
                 }
                 (0, 1) => {
-                    return Err(Error::InvalidContraction(format!(
+                    return Err(invalid(format!(
                         "output index `{name}` does not appear on the right"
                     )))
                 }
                 (1, 0) => {
-                    return Err(Error::InvalidContraction(format!(
+                    return Err(invalid(format!(
                         "index `{name}` appears once on the right but not in the output"
                     )))
                 }
                 (r, _) => {
-                    return Err(Error::InvalidContraction(format!(
+                    return Err(invalid(format!(
                         "index `{name}` appears {r} times on the right; an index appears once (open) or twice (contracted)"
                     )))
                 }
@@ -153,21 +177,60 @@ impl ContractionSpec {
             let mut leaves = t.leaves();
             leaves.sort();
             if leaves != (0..self.operands.len()).collect::<Vec<_>>() {
-                return Err(Error::InvalidContraction(
-                    "the order does not name every operand exactly once".into(),
-                ));
+                return Err(Error::InvalidSpec {
+                    reason: "the order does not name every operand exactly once".into(),
+                });
             }
         }
         if self.operands.is_empty() {
-            return Err(Error::InvalidContraction("no operand".into()));
+            return Err(Error::InvalidSpec {
+                reason: "no operand".into(),
+            });
         }
         Ok(())
+    }
+
+    /// The pairwise order: the one given, else left to right.
+    pub fn tree_or_default(&self) -> Result<Tree> {
+        match &self.tree {
+            Some(t) => Ok(t.clone()),
+            None => {
+                Tree::left_to_right(self.operands.len()).ok_or_else(|| invalid("no operand".into()))
+            }
+        }
+    }
+    /// The output's labels, in order.
+    pub fn output_labels(&self) -> Vec<usize> {
+        self.output.iter().map(|i| i.label).collect()
+    }
+    /// Operand `i`'s labels, one per leg.
+    pub fn operand_labels(&self, i: usize) -> Vec<usize> {
+        self.operands[i].indices.iter().map(|x| x.label).collect()
     }
 
     fn label(&self, i: usize) -> Result<&str> {
         self.labels
             .get(i)
             .map(String::as_str)
-            .ok_or_else(|| Error::InvalidContraction(format!("label id {i} out of range")))
+            .ok_or_else(|| invalid(format!("label id {i} out of range")))
     }
+}
+
+/// The permutation that reorders labels `from` into `to`: `to[k] == from[perm[k]]`, the one
+/// label-to-permutation helper. An error when `to` is not a reordering of `from`.
+pub fn permutation(from: &[usize], to: &[usize]) -> Result<Vec<usize>> {
+    let perm: Option<Vec<usize>> = to
+        .iter()
+        .map(|l| from.iter().position(|x| x == l))
+        .collect();
+    match perm {
+        Some(p) if from.len() == to.len() => Ok(p),
+        _ => Err(invalid(format!(
+            "labels {to:?} are not a reordering of {from:?}"
+        ))),
+    }
+}
+
+fn invalid(reason: String) -> Error {
+    Error::InvalidSpec { reason }
 }

@@ -186,12 +186,12 @@ pub fn pair_case<T: Scalar>(seed: u64, sym_which: usize) -> Case<T> {
         operands: vec![
             OperandSpec {
                 name: "A".into(),
-                conj: conj_a,
+                conj: blockcontract::Conj::from_bool(conj_a),
                 indices: ia.iter().map(|&l| ix(l)).collect(),
             },
             OperandSpec {
                 name: "B".into(),
-                conj: conj_b,
+                conj: blockcontract::Conj::from_bool(conj_b),
                 indices: ib.iter().map(|&l| ix(l)).collect(),
             },
         ],
@@ -212,4 +212,86 @@ pub fn rel_diff<T: Scalar>(x: &ndarray::ArrayD<T>, y: &ndarray::ArrayD<T>) -> f6
         .map(|(a, b)| (a.re() - b.re()).abs().max((a.im() - b.im()).abs()))
         .fold(0.0, f64::max);
     d / nx.max(ny).max(1.0)
+}
+
+/// A contraction whose two operands are one tensor `x`: `conj(x) * x` over a random subset of
+/// legs at the same positions (a density matrix or a norm), or `x * x` joining an `Out` leg of
+/// one with the `In` leg of the same space on the other (a matrix power); half the time the
+/// blocks are stored in a random axis order, so both sides may need a transpose.
+pub struct SameCase<T> {
+    pub x: DynTensor<T>,
+    pub spec: ContractionSpec,
+}
+
+pub fn same_tensor_case<T: Scalar>(seed: u64, sym_which: usize) -> SameCase<T> {
+    let mut rng = Rng(seed);
+    let sym = symmetry(sym_which);
+    let conj = rng.coin();
+    let r = 2 + rng.below(3);
+    let mut legs: Vec<Leg> = (0..r)
+        .map(|_| {
+            let f = if rng.coin() { Flow::Out } else { Flow::In };
+            Leg::new(&space(&mut rng, &sym), f)
+        })
+        .collect();
+    // (leg of the left operand, leg of the right operand) pairs that are contracted
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    if conj {
+        for i in 0..r {
+            if rng.coin() {
+                pairs.push((i, i));
+            }
+        }
+    } else {
+        let mut pos: Vec<usize> = (0..r).collect();
+        rng.shuffle(&mut pos);
+        let (p, q) = (pos[0], pos[1]);
+        let sp = space(&mut rng, &sym);
+        legs[p] = Leg::out(&sp);
+        legs[q] = Leg::inc(&sp);
+        pairs.push((p, q));
+        if rng.coin() {
+            pairs.push((q, p));
+        }
+    }
+    let sparse = rng.coin();
+    let x = tensor::<T>(&mut rng, legs, sparse);
+    let mut labels: Vec<String> = Vec::new();
+    let mut la = vec![usize::MAX; r];
+    let mut lb = vec![usize::MAX; r];
+    for (c, &(i, j)) in pairs.iter().enumerate() {
+        labels.push(format!("k{c}"));
+        la[i] = c;
+        lb[j] = c;
+    }
+    let mut free = Vec::new();
+    for (tag, ids) in [("a", &mut la), ("b", &mut lb)] {
+        for (p, id) in ids.iter_mut().enumerate() {
+            if *id == usize::MAX {
+                labels.push(format!("{tag}{p}"));
+                *id = labels.len() - 1;
+                free.push(*id);
+            }
+        }
+    }
+    rng.shuffle(&mut free);
+    let ix = |l: usize| IndexSpec {
+        label: l,
+        flow: None,
+        local: false,
+    };
+    let op = |conj: bool, ids: &[usize]| OperandSpec {
+        name: "X".into(),
+        conj: blockcontract::Conj::from_bool(conj),
+        indices: ids.iter().map(|&l| ix(l)).collect(),
+    };
+    let spec = ContractionSpec {
+        labels,
+        output_name: "C".into(),
+        output: free.iter().map(|&l| ix(l)).collect(),
+        operands: vec![op(conj, &la), op(false, &lb)],
+        tree: Some(Tree::Node(Box::new(Tree::Leaf(0)), Box::new(Tree::Leaf(1)))),
+        assign: Assign::New,
+    };
+    SameCase { x, spec }
 }

@@ -2,8 +2,9 @@
 
 use super::{Block, BlockKey, DynTensor};
 use crate::error::{Error, Result};
+use crate::kernel::Accum;
 use crate::scalar::Scalar;
-use crate::symmetry::same_space;
+use crate::symmetry::check_same_leg;
 use crate::view::{strided_copy, CopyMode, Layout};
 
 impl<T: Scalar> DynTensor<T> {
@@ -18,21 +19,9 @@ impl<T: Scalar> DynTensor<T> {
             });
         }
         for (i, (t, s)) in self.legs().iter().zip(src.legs()).enumerate() {
-            if !same_space(&t.space, &s.space) {
-                return Err(Error::SpaceMismatch {
-                    what: format!("output index `{}` (target leg {i})", name(i)),
-                    left: t.space.describe(),
-                    right: s.space.describe(),
-                });
-            }
-            if t.flow != s.flow {
-                return Err(Error::FlowMismatch {
-                    what: format!("output index `{}` (target leg {i})", name(i)),
-                    left: t.flow,
-                    right: s.flow,
-                    hint: " (target vs result)".into(),
-                });
-            }
+            check_same_leg(t, s, || {
+                format!("output index `{}` (target leg {i})", name(i))
+            })?;
         }
         if self.charge() != src.charge() {
             return Err(Error::ChargeMismatch {
@@ -44,9 +33,10 @@ impl<T: Scalar> DynTensor<T> {
         Ok(())
     }
 
-    /// `self = src` (overwrite) or `self += src` (accumulate), after [`Self::check_same_legs`].
-    /// Blocks of `src` that `self` lacks are added (the buffer grows); none is lost.
-    pub fn write_from(&mut self, src: &Self, accumulate: bool, names: &[String]) -> Result<()> {
+    /// `self = src` (`Accum::Replace`) or `self += src` (`Accum::Add`), after
+    /// [`Self::check_same_legs`]. Blocks of `src` that `self` lacks are added (the buffer
+    /// grows); none is lost.
+    pub fn write_from(&mut self, src: &Self, accum: Accum, names: &[String]) -> Result<()> {
         self.check_same_legs(src, names)?;
         let missing: Vec<BlockKey> = src
             .blocks()
@@ -57,7 +47,7 @@ impl<T: Scalar> DynTensor<T> {
         if !missing.is_empty() {
             self.grow(missing);
         }
-        if !accumulate {
+        if accum == Accum::Replace {
             self.data_mut().iter_mut().for_each(|x| *x = T::zero());
         }
         for b in src.blocks() {

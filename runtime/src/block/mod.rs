@@ -9,7 +9,6 @@ mod tensor;
 pub use index::BlockIndex;
 pub(crate) use index::{allowed_keys, block_charge, check_rank, common_symmetry};
 use index::{check_charge, check_key, visit_elements};
-pub use permute::permute;
 pub use tensor::Tensor;
 
 use crate::error::{Error, Result};
@@ -28,6 +27,15 @@ pub struct Block {
     pub key: BlockKey,
     /// Dims (the sectors' dims), strides and offset in the tensor's buffer.
     pub layout: Layout,
+}
+
+/// Whether a new tensor gets its buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Buffer {
+    /// Sized and zero-filled.
+    Zeroed,
+    /// None: a structure only (planning).
+    None,
 }
 
 /// A symmetric block-sparse tensor whose rank is known at run time.
@@ -128,7 +136,7 @@ impl<T: Scalar> DynTensor<T> {
         charge: Charge,
         keys: Vec<BlockKey>,
     ) -> Self {
-        Self::from_valid_keys_sized(legs, symmetry, charge, keys, true)
+        Self::from_valid_keys_sized(legs, symmetry, charge, keys, Buffer::Zeroed)
     }
 
     fn from_valid_keys_sized(
@@ -136,7 +144,7 @@ impl<T: Scalar> DynTensor<T> {
         symmetry: Symmetry,
         charge: Charge,
         keys: Vec<BlockKey>,
-        alloc: bool,
+        buffer: Buffer,
     ) -> Self {
         let mut blocks = Vec::with_capacity(keys.len());
         let mut offset = 0;
@@ -155,10 +163,9 @@ impl<T: Scalar> DynTensor<T> {
             symmetry,
             charge,
             st: Arc::new(BlockIndex::new(blocks)),
-            data: if alloc {
-                vec![T::zero(); offset]
-            } else {
-                Vec::new()
+            data: match buffer {
+                Buffer::Zeroed => vec![T::zero(); offset],
+                Buffer::None => Vec::new(),
             },
             fp: Default::default(),
         }
@@ -174,9 +181,10 @@ impl<T: Scalar> DynTensor<T> {
                 .iter()
                 .any(|&a| a >= r || std::mem::replace(&mut seen[a], true))
         {
-            return Err(Error::InvalidContraction(format!(
-                "relayout order {axis_order:?} is not a permutation of 0..{r}"
-            )));
+            return Err(Error::NotAPermutation {
+                order: axis_order.to_vec(),
+                rank: r,
+            });
         }
         let mut data = vec![T::zero(); self.st.blocks.iter().map(|b| b.layout.len()).sum()];
         let mut blocks = Vec::with_capacity(self.st.blocks.len());
@@ -255,9 +263,7 @@ impl<T: Scalar> DynTensor<T> {
         charge: Charge,
         keys: Vec<BlockKey>,
     ) -> Self {
-        let mut t = Self::from_valid_keys_sized(legs, symmetry, charge, keys, false);
-        t.data = Vec::new();
-        t
+        Self::from_valid_keys_sized(legs, symmetry, charge, keys, Buffer::None)
     }
 
     /// Same structure (legs, charge, blocks, layouts), all elements zero.
@@ -408,7 +414,7 @@ impl<T: Scalar> DynTensor<T> {
         self.data.iter_mut().for_each(|x| *x = alpha * *x);
     }
 
-    /// Replaces the legs' flows/spaces wholesale (internal: same sectors per leg).
+    /// Borrows every part at once: legs, symmetry, charge, blocks and buffer.
     pub(crate) fn parts(&self) -> (&[Leg], &Symmetry, &Charge, &[Block], &[T]) {
         (
             &self.legs,

@@ -1,41 +1,54 @@
 //! Permuting a tensor's legs (with conjugation and scaling): the one-operand contraction.
 
-use super::DynTensor;
+use super::{BlockKey, DynTensor};
+use crate::error::{Error, Result};
 use crate::scalar::{Conj, Scalar};
 use crate::view::{strided_copy, CopyMode, Layout};
 
-/// `alpha * op(t)` with legs permuted: output leg `k` is leg `perm[k]` of `t`.
-pub fn permute<T: Scalar>(t: &DynTensor<T>, perm: &[usize], conj: Conj, alpha: T) -> DynTensor<T> {
-    let (legs, sym, charge, blocks, data) = t.parts();
-    let (legs, charge): (Vec<_>, _) = match conj {
-        Conj::No => (
-            perm.iter().map(|&p| legs[p].clone()).collect(),
-            charge.clone(),
-        ),
-        Conj::Yes => (
-            perm.iter().map(|&p| legs[p].dual()).collect(),
-            sym.neg(charge),
-        ),
-    };
-    let keys = {
-        let mut k: Vec<_> = blocks
+impl<T: Scalar> DynTensor<T> {
+    /// `alpha * op(self)` with legs permuted: output leg `k` is leg `perm[k]` of `self`
+    /// (`op` conjugates under `Conj::Yes`, reversing every flow). `perm` must be a
+    /// permutation of `0..rank`.
+    pub fn permuted(&self, perm: &[usize], conj: Conj, alpha: T) -> Result<DynTensor<T>> {
+        let r = self.rank();
+        let mut seen = vec![false; r];
+        if perm.len() != r
+            || perm
+                .iter()
+                .any(|&a| a >= r || std::mem::replace(&mut seen[a], true))
+        {
+            return Err(Error::NotAPermutation {
+                order: perm.to_vec(),
+                rank: r,
+            });
+        }
+        let (legs, sym, charge, blocks, data) = self.parts();
+        let legs: Vec<_> = perm.iter().map(|&p| legs[p].as_used(conj)).collect();
+        let charge = sym.charge_as_used(charge, conj);
+        let mut keys: Vec<BlockKey> = blocks
             .iter()
-            .map(|b| perm.iter().map(|&p| b.key[p]).collect::<Box<[u32]>>())
+            .map(|b| perm.iter().map(|&p| b.key[p]).collect())
             .collect();
-        k.sort();
-        k
-    };
-    let mut out = DynTensor::<T>::from_valid_keys(legs, sym.clone(), charge, keys);
-    for b in blocks {
-        let key: Vec<u32> = perm.iter().map(|&p| b.key[p]).collect();
-        let dst = out.blocks()[out.find_block(&key).expect("permuted key present")]
-            .layout
-            .clone();
-        let src = b.layout.permuted(perm);
-        let odata = out.data_mut();
-        for_each_scaled(data, &src, odata, &dst, conj, alpha);
+        keys.sort();
+        let mut out = DynTensor::<T>::from_valid_keys(legs, sym.clone(), charge, keys);
+        let out_blocks = out.st.clone();
+        for b in blocks {
+            let key: Vec<u32> = perm.iter().map(|&p| b.key[p]).collect();
+            // every permuted key was inserted above
+            if let Some(i) = out.find_block(&key) {
+                let dst = &out_blocks.blocks()[i].layout;
+                for_each_scaled(
+                    data,
+                    &b.layout.permuted(perm),
+                    out.data_mut(),
+                    dst,
+                    conj,
+                    alpha,
+                );
+            }
+        }
+        Ok(out)
     }
-    out
 }
 
 fn for_each_scaled<T: Scalar>(

@@ -2,11 +2,11 @@
 //! tiny-GEMM kernel, packing where the plan says so, with rayon across hazard-free components.
 
 use crate::block::DynTensor;
-use crate::kernel::{gemm, tiny_gemm, tiny_wins};
-use crate::plan::{Access, Group, GroupKind, KernelCounts, Place, StepPlan};
-use crate::scalar::{Conj, Scalar};
+use crate::kernel::{gemm, tiny_gemm, tiny_wins, Accum, RawMat, RawMatMut};
+use crate::plan::{Access, Group, GroupKind, KernelCounts, OperandPlan, Place, StepPlan};
+use crate::scalar::Scalar;
+use crate::step::{Geometry, Side};
 use crate::view::{strided_copy, CopyMode, Layout, MatShape, MAX_RANK};
-use faer::Accum;
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -67,14 +67,12 @@ pub fn run_step<T: Scalar>(
     }
     let ctx = Ctx {
         sp,
-        a,
-        b,
-        out_layouts: &sp.out_layouts,
+        ops: [a, b],
         alpha,
-        cache: (
-            fill_cache(a, &sp.a_cache, sp.cache_len.0, &g.a_free, &g.a_contr),
-            fill_cache(b, &sp.b_cache, sp.cache_len.1, &g.b_contr, &g.b_free),
-        ),
+        cache: [
+            fill_cache(a, sp.operand(Side::A), g, Side::A),
+            fill_cache(b, sp.operand(Side::B), g, Side::B),
+        ],
     };
     let parallel = if threads > 1 && sp.components.len() > 1 && times.is_none() {
         pool(threads)
@@ -115,24 +113,19 @@ pub fn run_step<T: Scalar>(
 
 struct Ctx<'a, T> {
     sp: &'a StepPlan,
-    a: &'a DynTensor<T>,
-    b: &'a DynTensor<T>,
-    out_layouts: &'a [Layout],
+    /// The operands, indexed by [`Side::index`] (never told apart by address: one tensor may
+    /// be both).
+    ops: [&'a DynTensor<T>; 2],
     alpha: T,
-    /// Transposed copies of the operand blocks the plan caches (A, then B).
-    cache: (Vec<T>, Vec<T>),
+    /// Transposed copies of the operand blocks the plan caches, per side.
+    cache: [Vec<T>; 2],
 }
 
 /// Transposes each cached block once, row-major `rows x cols`, at its slot.
-fn fill_cache<T: Scalar>(
-    t: &DynTensor<T>,
-    slots: &[Option<usize>],
-    len: usize,
-    rows: &[usize],
-    cols: &[usize],
-) -> Vec<T> {
-    let mut v = vec![T::zero(); len];
-    for (i, slot) in slots.iter().enumerate() {
+fn fill_cache<T: Scalar>(t: &DynTensor<T>, op: &OperandPlan, g: &Geometry, side: Side) -> Vec<T> {
+    let (rows, cols) = g.mat_axes(side);
+    let mut v = vec![T::zero(); op.cache_len];
+    for (i, slot) in op.cache.iter().enumerate() {
         if let Some(o) = slot {
             let l = &t.blocks()[i].layout;
             let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
@@ -242,66 +235,50 @@ unsafe fn scatter_add<T: Scalar>(
     };
 }
 
-/// A concatenating group's operand: in place, or its blocks gathered into `buf` as one
-/// row-major `r x c` matrix.
-///
-/// # Safety
-/// `buf` holds `r * c` elements when the access is packed; places lie inside the matrix.
-unsafe fn concat_operand<T: Scalar>(
-    t: &DynTensor<T>,
-    access: &Access,
-    places: &[Place],
-    rows: &[usize],
-    cols: &[usize],
-    (r, c): (usize, usize),
-    buf: &mut [T],
-) -> (*const T, MatShape) {
-    match *access {
-        // SAFETY: the plan's base offset lies in the tensor's buffer.
-        Access::Direct(s, base) => (unsafe { t.data().as_ptr().add(base) }, s),
-        Access::Packed => {
-            for p in places {
-                // SAFETY: forwarded from the caller.
-                unsafe {
-                    let dst = buf.as_mut_ptr().add(p.row * c + p.col);
-                    gather(
-                        t.data().as_ptr(),
-                        &t.blocks()[p.block as usize].layout,
-                        rows,
-                        cols,
-                        dst,
-                        c as isize,
-                    );
-                }
-            }
-            (
-                buf.as_ptr(),
-                MatShape {
-                    m: r,
-                    rs: c as isize,
-                    n: c,
-                    cs: 1,
-                },
-            )
-        }
-    }
-}
-
 impl<T: Scalar> Ctx<'_, T> {
     /// # Safety
     /// `out` is the step's output buffer; no other thread writes the group's blocks.
     unsafe fn run_group(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
         // SAFETY: forwarded.
         unsafe {
-            match gr.kind {
-                GroupKind::Single | GroupKind::Batched | GroupKind::Grouped => {
-                    self.run_members(gr, out, scratch)
-                }
-                _ => self.run_concat(gr, out, scratch),
+            if gr.is_members() {
+                self.run_members(gr, out, scratch)
+            } else {
+                self.run_concat(gr, out, scratch)
             }
         }
     }
 
+    /// One member's operand on `side`: its block in place, its cached transpose, or
+    /// transposed into `buf`.
+    ///
+    /// # Safety
+    /// `buf` holds the block's elements when it needs a transpose.
+    unsafe fn member_operand(&self, side: Side, p: &Place, buf: *mut T) -> RawMat<T> {
+        let t = self.ops[side.index()];
+        let op = self.sp.operand(side);
+        let i = p.block as usize;
+        let conj = self.sp.geometry.conj_of(side);
+        if let Some(s) = op.mats[i] {
+            // SAFETY: the block's offset lies in the tensor's buffer.
+            return RawMat::new(unsafe { t.data().as_ptr().add(op.offsets[i]) }, s).with_conj(conj);
+        }
+        let (rows, cols) = self.sp.geometry.mat_axes(side);
+        let l = &t.blocks()[i].layout;
+        let mm: usize = rows.iter().map(|&r| l.dims[r]).product();
+        let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
+        let shape = MatShape::row_major(mm, nn);
+        if let Some(o) = op.cache.get(i).copied().flatten() {
+            // SAFETY: the cache holds this block's transposed copy at `o`.
+            let ptr = unsafe { self.cache[side.index()].as_ptr().add(o) };
+            return RawMat::new(ptr, shape).with_conj(conj);
+        }
+        // SAFETY: `buf` holds at least mm * nn elements (scratch sized by the group).
+        unsafe { gather(t.data().as_ptr(), l, rows, cols, buf, nn as isize) };
+        RawMat::new(buf as *const T, shape).with_conj(conj)
+    }
+
+    /// Single, batched and grouped groups: one GEMM (or tiny kernel) per member.
     unsafe fn run_members(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
         let sp = self.sp;
         let g = &sp.geometry;
@@ -314,58 +291,24 @@ impl<T: Scalar> Ctx<'_, T> {
         for (((pa, pb), pc), &pi) in gr.a.iter().zip(&gr.b).zip(&gr.c).zip(&gr.pairs) {
             // each member's own shape (grouped members differ; the scratch fits the largest)
             let (m, n) = (sp.pairs[pi as usize].m, sp.pairs[pi as usize].n);
-            // SAFETY: block offsets and views come from the operands' own layouts.
+            // SAFETY: block offsets and views come from the operands' own layouts; the
+            // scratch regions fit the largest member.
             unsafe {
-                let (ap, ash) = self.operand(
-                    self.a,
-                    &sp.a_mats,
-                    &sp.a_offsets,
-                    pa,
-                    &g.a_free,
-                    &g.a_contr,
-                    sa.as_mut_ptr(),
-                );
-                let (bp, bsh) = self.operand(
-                    self.b,
-                    &sp.b_mats,
-                    &sp.b_offsets,
-                    pb,
-                    &g.b_contr,
-                    &g.b_free,
-                    sb.as_mut_ptr(),
-                );
-                let cl = &self.out_layouts[pc.block as usize];
-                let (cp, csh, direct) = match sp.c_mats[pc.block as usize] {
-                    Some(s) => (out.add(cl.offset), s, true),
+                let am = self.member_operand(Side::A, pa, sa.as_mut_ptr());
+                let bm = self.member_operand(Side::B, pb, sb.as_mut_ptr());
+                let cl = &sp.out_layouts[pc.block as usize];
+                let (cm, direct) = match sp.c_mats[pc.block as usize] {
+                    Some(s) => (RawMatMut::new(out.add(cl.offset), s), true),
                     None => {
                         sc[..m * n].iter_mut().for_each(|x| *x = T::zero());
-                        (
-                            sc.as_mut_ptr(),
-                            MatShape {
-                                m,
-                                rs: n as isize,
-                                n,
-                                cs: 1,
-                            },
-                            false,
-                        )
+                        let s = MatShape::row_major(m, n);
+                        (RawMatMut::new(sc.as_mut_ptr(), s), false)
                     }
                 };
                 if tiny {
-                    tiny_gemm(cp, csh, ap, ash, g.conj.0, bp, bsh, g.conj.1, self.alpha);
+                    tiny_gemm(cm, am, bm, self.alpha);
                 } else {
-                    gemm(
-                        cp,
-                        csh,
-                        Accum::Add,
-                        ap,
-                        ash,
-                        g.conj.0,
-                        bp,
-                        bsh,
-                        g.conj.1,
-                        self.alpha,
-                    );
+                    gemm(cm, Accum::Add, am, bm, self.alpha);
                 }
                 if !direct {
                     scatter_add(sc.as_ptr(), n as isize, cl, &g.c_rows, &g.c_cols, out);
@@ -374,61 +317,42 @@ impl<T: Scalar> Ctx<'_, T> {
         }
     }
 
-    /// A member operand: its block in place, or transposed into `buf`.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn operand(
+    /// A concatenating group's operand on `side`: in place, or its blocks gathered into `buf`
+    /// as one row-major `r x c` matrix.
+    ///
+    /// # Safety
+    /// `buf` holds `r * c` elements when the access is packed; places lie inside the matrix.
+    unsafe fn concat_operand(
         &self,
-        t: &DynTensor<T>,
-        mats: &[Option<MatShape>],
-        offsets: &[usize],
-        p: &Place,
-        rows: &[usize],
-        cols: &[usize],
-        buf: *mut T,
-    ) -> (*const T, MatShape) {
-        let i = p.block as usize;
-        match mats[i] {
-            // SAFETY: the block's offset lies in the tensor's buffer.
-            Some(s) => (unsafe { t.data().as_ptr().add(offsets[i]) }, s),
-            None => {
-                let l = &t.blocks()[i].layout;
-                let mm: usize = rows.iter().map(|&r| l.dims[r]).product();
-                let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
-                let (slots, cache) = if std::ptr::eq(t, self.a) {
-                    (&self.sp.a_cache, &self.cache.0)
-                } else {
-                    (&self.sp.b_cache, &self.cache.1)
-                };
-                if let Some(o) = slots.get(i).copied().flatten() {
-                    // SAFETY: the cache holds this block's transposed copy at `o`.
-                    return (
-                        unsafe { cache.as_ptr().add(o) },
-                        MatShape {
-                            m: mm,
-                            rs: nn as isize,
-                            n: nn,
-                            cs: 1,
-                        },
-                    );
+        gr: &Group,
+        side: Side,
+        (r, c): (usize, usize),
+        buf: &mut [T],
+    ) -> RawMat<T> {
+        let t = self.ops[side.index()];
+        let conj = self.sp.geometry.conj_of(side);
+        match *gr.access(side) {
+            // SAFETY: the plan's base offset lies in the tensor's buffer.
+            Access::Direct(s, base) => RawMat::new(unsafe { t.data().as_ptr().add(base) }, s),
+            Access::Packed => {
+                let (rows, cols) = self.sp.geometry.mat_axes(side);
+                for p in gr.places(side) {
+                    // SAFETY: forwarded from the caller.
+                    unsafe {
+                        let dst = buf.as_mut_ptr().add(p.row * c + p.col);
+                        let l = &t.blocks()[p.block as usize].layout;
+                        gather(t.data().as_ptr(), l, rows, cols, dst, c as isize);
+                    }
                 }
-                // SAFETY: `buf` holds at least mm * nn elements (scratch sized by the group).
-                unsafe { gather(t.data().as_ptr(), l, rows, cols, buf, nn as isize) };
-                (
-                    buf as *const T,
-                    MatShape {
-                        m: mm,
-                        rs: nn as isize,
-                        n: nn,
-                        cs: 1,
-                    },
-                )
+                RawMat::new(buf.as_ptr(), MatShape::row_major(r, c))
             }
         }
+        .with_conj(conj)
     }
 
+    /// Free-axis, contraction-axis and rectangle groups: one GEMM over the whole group.
     unsafe fn run_concat(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
-        let sp = self.sp;
-        let g = &sp.geometry;
+        let g = &self.sp.geometry;
         let (m, n, k) = (gr.m, gr.n, gr.k);
         let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
         let (la, lb, lc) = (
@@ -442,89 +366,26 @@ impl<T: Scalar> Ctx<'_, T> {
         let (sb, sc) = rest.split_at_mut(lb);
         // SAFETY: places lie inside the group's matrices; blocks inside their buffers.
         unsafe {
-            let (ap, ash) = concat_operand(
-                self.a,
-                &gr.a_access,
-                &gr.a,
-                &g.a_free,
-                &g.a_contr,
-                (m, k),
-                sa,
-            );
-            let (bp, bsh) = concat_operand(
-                self.b,
-                &gr.b_access,
-                &gr.b,
-                &g.b_contr,
-                &g.b_free,
-                (k, n),
-                sb,
-            );
+            let am = self.concat_operand(gr, Side::A, (m, k), sa);
+            let bm = self.concat_operand(gr, Side::B, (k, n), sb);
             match gr.c_access {
                 Access::Direct(s, base) => gemm(
-                    out.add(base),
-                    s,
+                    RawMatMut::new(out.add(base), s),
                     Accum::Add,
-                    ap,
-                    ash,
-                    g.conj.0,
-                    bp,
-                    bsh,
-                    g.conj.1,
+                    am,
+                    bm,
                     self.alpha,
                 ),
                 Access::Packed => {
-                    let csh = MatShape {
-                        m,
-                        rs: n as isize,
-                        n,
-                        cs: 1,
-                    };
-                    gemm(
-                        sc.as_mut_ptr(),
-                        csh,
-                        Accum::Replace,
-                        ap,
-                        ash,
-                        g.conj.0,
-                        bp,
-                        bsh,
-                        g.conj.1,
-                        self.alpha,
-                    );
+                    let cm = RawMatMut::new(sc.as_mut_ptr(), MatShape::row_major(m, n));
+                    gemm(cm, Accum::Replace, am, bm, self.alpha);
                     for p in &gr.c {
                         let src = sc.as_ptr().add(p.row * n + p.col);
-                        scatter_add(
-                            src,
-                            n as isize,
-                            &self.out_layouts[p.block as usize],
-                            &g.c_rows,
-                            &g.c_cols,
-                            out,
-                        );
+                        let l = &self.sp.out_layouts[p.block as usize];
+                        scatter_add(src, n as isize, l, &g.c_rows, &g.c_cols, out);
                     }
                 }
             }
         }
     }
-}
-
-/// `C += alpha op(A) op(B)` through faer (sequential), for probes and benchmarks.
-///
-/// # Safety
-/// The three views must lie inside live buffers; `c` must not alias `a` or `b`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn faer_gemm<T: Scalar>(
-    c: *mut T,
-    cs: MatShape,
-    a: *const T,
-    ash: MatShape,
-    ca: Conj,
-    b: *const T,
-    bsh: MatShape,
-    cb: Conj,
-    alpha: T,
-) {
-    // SAFETY: forwarded from the caller.
-    unsafe { gemm(c, cs, Accum::Add, a, ash, ca, b, bsh, cb, alpha) }
 }

@@ -2,12 +2,11 @@
 
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
-use crate::kernel::gemm;
+use crate::kernel::{gemm, Accum, RawMat, RawMatMut};
 use crate::scalar::{Conj, Scalar};
-use crate::spec::{ContractionSpec, Tree};
+use crate::spec::{permutation, ContractionSpec};
 use crate::symmetry::Leg;
 use crate::view::MatShape;
-use faer::Accum;
 use ndarray::{ArrayD, IxDyn};
 
 /// Largest dense array (elements) the dense executor builds.
@@ -18,10 +17,8 @@ fn check_size(what: &str, shape: &[usize]) -> Result<()> {
     match n {
         Some(n) if n <= DENSE_LIMIT => Ok(()),
         _ => Err(Error::TooLarge {
-            executor: "dense".into(),
-            reason: format!(
-                "{what} has dense shape {shape:?}, over the {DENSE_LIMIT}-element limit"
-            ),
+            what: format!("{what} for the dense executor"),
+            reason: format!("dense shape {shape:?} is over the {DENSE_LIMIT}-element limit"),
         }),
     }
 }
@@ -32,22 +29,21 @@ pub fn contract_dense<T: Scalar>(
     ops: &[&DynTensor<T>],
     alpha: T,
 ) -> Result<DynTensor<T>> {
-    let tree = spec
-        .tree
-        .clone()
-        .or_else(|| Tree::left_to_right(ops.len()))
-        .ok_or_else(|| Error::InvalidContraction("no operand".into()))?;
-    let (arr, labels) = eval(&tree, spec, ops)?;
-    let out_labels: Vec<usize> = spec.output.iter().map(|i| i.label).collect();
-    let perm: Vec<usize> = out_labels
-        .iter()
-        .map(|l| {
-            labels
-                .iter()
-                .position(|x| x == l)
-                .expect("validated labels")
-        })
-        .collect();
+    let tree = spec.tree_or_default()?;
+    let (arr, labels) = tree.fold(
+        &mut |i| {
+            let o = &spec.operands[i];
+            check_size(&format!("operand `{}`", o.name), &ops[i].dense_shape())?;
+            let mut d = ops[i].to_dense();
+            if o.conj == Conj::Yes {
+                d.mapv_inplace(|x| x.conj());
+            }
+            Ok((d, spec.operand_labels(i)))
+        },
+        &mut |(a, la), (b, lb), _| dense_step(a, &la, b, &lb),
+    )?;
+    let out_labels = spec.output_labels();
+    let perm = permutation(&labels, &out_labels)?;
     let arr = arr
         .permuted_axes(IxDyn(&perm))
         .as_standard_layout()
@@ -55,55 +51,22 @@ pub fn contract_dense<T: Scalar>(
     // output legs and charge from the operands
     let mut legs: Vec<Leg> = Vec::new();
     for l in &out_labels {
-        let (i, leg) = spec
+        let src = spec
             .operands
             .iter()
             .enumerate()
-            .find_map(|(i, o)| o.indices.iter().position(|x| x.label == *l).map(|p| (i, p)))
-            .expect("validated labels");
-        let lg = &ops[i].legs()[leg];
-        legs.push(if spec.operands[i].conj {
-            lg.dual()
-        } else {
-            lg.clone()
-        });
+            .find_map(|(i, o)| o.indices.iter().position(|x| x.label == *l).map(|p| (i, p)));
+        let (i, leg) = src.ok_or_else(|| Error::InvalidSpec {
+            reason: format!("output index `{}` has no source", spec.labels[*l]),
+        })?;
+        legs.push(ops[i].legs()[leg].as_used(spec.operands[i].conj));
     }
     let sym = ops[0].symmetry().clone();
     let mut q = sym.zero();
     for (o, t) in spec.operands.iter().zip(ops) {
-        q = sym.add(
-            &q,
-            &if o.conj {
-                sym.neg(t.charge())
-            } else {
-                t.charge().clone()
-            },
-        );
+        q = sym.add(&q, &sym.charge_as_used(t.charge(), o.conj));
     }
     DynTensor::from_dense_in(&sym, legs, q, &arr)
-}
-
-fn eval<T: Scalar>(
-    tree: &Tree,
-    spec: &ContractionSpec,
-    ops: &[&DynTensor<T>],
-) -> Result<(ArrayD<T>, Vec<usize>)> {
-    match tree {
-        Tree::Leaf(i) => {
-            let o = &spec.operands[*i];
-            check_size(&format!("operand `{}`", o.name), &ops[*i].dense_shape())?;
-            let mut d = ops[*i].to_dense();
-            if o.conj {
-                d.mapv_inplace(|x| x.conj());
-            }
-            Ok((d, o.indices.iter().map(|x| x.label).collect()))
-        }
-        Tree::Node(l, r) => {
-            let (a, la) = eval(l, spec, ops)?;
-            let (b, lb) = eval(r, spec, ops)?;
-            dense_step(a, &la, b, &lb)
-        }
-    }
 }
 
 fn dense_step<T: Scalar>(
@@ -115,7 +78,8 @@ fn dense_step<T: Scalar>(
     let contr: Vec<usize> = la.iter().filter(|x| lb.contains(x)).copied().collect();
     let afree: Vec<usize> = la.iter().filter(|x| !lb.contains(x)).copied().collect();
     let bfree: Vec<usize> = lb.iter().filter(|x| !la.contains(x)).copied().collect();
-    let pos = |ls: &[usize], x: usize| ls.iter().position(|&y| y == x).expect("label");
+    // every label of `contr`, `afree` and `bfree` is in `la` or `lb` by construction
+    let pos = |ls: &[usize], x: usize| ls.iter().position(|&y| y == x).unwrap_or(0);
     let pa: Vec<usize> = afree.iter().chain(&contr).map(|&x| pos(la, x)).collect();
     let pb: Vec<usize> = contr.iter().chain(&bfree).map(|&x| pos(lb, x)).collect();
     let mut shape: Vec<usize> = afree.iter().map(|&x| a.shape()[pos(la, x)]).collect();
@@ -134,36 +98,13 @@ fn dense_step<T: Scalar>(
         .into_owned();
     let mut c = ArrayD::from_elem(IxDyn(&shape), T::zero());
     if m > 0 && n > 0 && k > 0 {
-        let ash = MatShape {
-            m,
-            rs: k as isize,
-            n: k,
-            cs: 1,
-        };
-        let bsh = MatShape {
-            m: k,
-            rs: n as isize,
-            n,
-            cs: 1,
-        };
-        let csh = MatShape {
-            m,
-            rs: n as isize,
-            n,
-            cs: 1,
-        };
-        // SAFETY: all three arrays are standard (row-major contiguous) with the shapes above.
+        // SAFETY: all three arrays are standard (row-major contiguous) with these shapes.
         unsafe {
             gemm(
-                c.as_mut_ptr(),
-                csh,
+                RawMatMut::new(c.as_mut_ptr(), MatShape::row_major(m, n)),
                 Accum::Replace,
-                a.as_ptr(),
-                ash,
-                Conj::No,
-                b.as_ptr(),
-                bsh,
-                Conj::No,
+                RawMat::new(a.as_ptr(), MatShape::row_major(m, k)),
+                RawMat::new(b.as_ptr(), MatShape::row_major(k, n)),
                 T::one(),
             );
         }

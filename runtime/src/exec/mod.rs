@@ -15,7 +15,7 @@ pub mod reference;
 
 pub use cpu::run_step;
 
-use crate::block::{permute, DynTensor};
+use crate::block::DynTensor;
 use crate::error::{Error, Result};
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{Input, KernelCounts, Plan, PlanCache, PlanOptions};
@@ -42,9 +42,10 @@ impl Executor {
             "pairwise" => Ok(Executor::Pairwise),
             "planned" => Ok(Executor::Planned),
             "dense" => Ok(Executor::Dense),
-            _ => Err(Error::InvalidContraction(format!(
-                "unknown executor `{s}`; expected pairwise, planned or dense"
-            ))),
+            _ => Err(Error::UnknownExecutor {
+                name: s.to_string(),
+                expected: "pairwise, planned or dense".into(),
+            }),
         }
     }
     /// The name.
@@ -146,7 +147,7 @@ pub fn execute<T: Scalar>(
     plan.check_operands(ops)?;
     if let Some((perm, conj)) = &plan.finish {
         return Ok((
-            permute(ops[0], perm, *conj, alpha),
+            ops[0].permuted(perm, *conj, alpha)?,
             RunStats::default(),
             KernelCounts::default(),
         ));

@@ -1,7 +1,7 @@
 //! A GEMM kernel for tiny shapes, where a library call's fixed cost dominates.
 
+use super::{RawMat, RawMatMut};
 use crate::scalar::{Conj, Scalar};
-use crate::view::MatShape;
 
 /// The largest `m*n*k` the tiny-GEMM kernel takes for any shape.
 pub const TINY_MNK: usize = 64;
@@ -18,19 +18,11 @@ pub fn tiny_wins(m: usize, n: usize, k: usize) -> bool {
 ///
 /// # Safety
 /// The three views must lie inside live buffers; `c` must not alias `a` or `b`.
-#[allow(clippy::too_many_arguments)]
 #[inline]
-pub unsafe fn tiny_gemm<T: Scalar>(
-    c: *mut T,
-    cs: MatShape,
-    a: *const T,
-    ash: MatShape,
-    conj_a: Conj,
-    b: *const T,
-    bsh: MatShape,
-    conj_b: Conj,
-    alpha: T,
-) {
+pub unsafe fn tiny_gemm<T: Scalar>(c: RawMatMut<T>, a: RawMat<T>, b: RawMat<T>, alpha: T) {
+    let (cs, ash, bsh) = (c.shape, a.shape, b.shape);
+    let (conj_a, conj_b) = (a.conj, b.conj);
+    let (c, a, b) = (c.ptr, a.ptr, b.ptr);
     let (m, n, k) = (cs.m, cs.n, ash.n);
     if conj_a == Conj::No && conj_b == Conj::No && n * k <= 16 {
         // thin: the whole of B in registers, one pass down the rows of A and C
@@ -61,7 +53,9 @@ pub unsafe fn tiny_gemm<T: Scalar>(
             // SAFETY: rows i of C and p of B are inside their views (caller's guarantee).
             let crow = unsafe { std::slice::from_raw_parts_mut(c.offset(i * cs.rs), n) };
             for p in 0..k as isize {
+                // SAFETY: (i, p) is inside A's view.
                 let x = alpha * unsafe { *a.offset(i * ash.rs + p * ash.cs) };
+                // SAFETY: row p of B (n contiguous elements, `bsh.cs == 1`) is inside its view.
                 let brow = unsafe { std::slice::from_raw_parts(b.offset(p * bsh.rs), n) };
                 for (y, &z) in crow.iter_mut().zip(brow) {
                     *y += x * z;

@@ -2,10 +2,8 @@
 //! tiny kernel and packing.
 
 use super::cost::CostModel;
-use crate::kernel::gemm;
-use crate::scalar::Conj;
+use crate::kernel::{gemm, Accum, RawMat, RawMatMut};
 use crate::view::MatShape;
-use faer::Accum;
 use std::time::Instant;
 
 fn time_per_call(reps: usize, mut f: impl FnMut()) -> f64 {
@@ -25,25 +23,15 @@ fn faer_gemm_s(m: usize, n: usize, k: usize, reps: usize) -> f64 {
     let a = vec![0.5f64; m * k];
     let b = vec![0.25f64; k * n];
     let mut c = vec![0.0f64; m * n];
-    let sh = |r: usize, cc: usize| MatShape {
-        m: r,
-        rs: cc as isize,
-        n: cc,
-        cs: 1,
-    };
+    let sh = MatShape::row_major;
     time_per_call(reps, || {
         // SAFETY: the buffers hold exactly the row-major matrices described.
         unsafe {
             gemm(
-                c.as_mut_ptr(),
-                sh(m, n),
+                RawMatMut::new(c.as_mut_ptr(), sh(m, n)),
                 Accum::Add,
-                a.as_ptr(),
-                sh(m, k),
-                Conj::No,
-                b.as_ptr(),
-                sh(k, n),
-                Conj::No,
+                RawMat::new(a.as_ptr(), sh(m, k)),
+                RawMat::new(b.as_ptr(), sh(k, n)),
                 1.0,
             );
         }
@@ -73,24 +61,14 @@ pub(super) fn measure() -> CostModel {
     let a = [0.5f64; 16];
     let b = [0.25f64; 16];
     let mut c = [0.0f64; 16];
-    let sh = MatShape {
-        m: 4,
-        rs: 4,
-        n: 4,
-        cs: 1,
-    };
+    let sh = MatShape::row_major(4, 4);
     let t_tiny = time_per_call(20000, || {
         // SAFETY: 4x4 row-major buffers.
         unsafe {
             crate::kernel::tiny_gemm(
-                c.as_mut_ptr(),
-                sh,
-                std::hint::black_box(a.as_ptr()),
-                sh,
-                Conj::No,
-                std::hint::black_box(b.as_ptr()),
-                sh,
-                Conj::No,
+                RawMatMut::new(c.as_mut_ptr(), sh),
+                RawMat::new(std::hint::black_box(a.as_ptr()), sh),
+                RawMat::new(std::hint::black_box(b.as_ptr()), sh),
                 std::hint::black_box(1.0),
             )
         };

@@ -59,7 +59,7 @@ pub(super) fn choose_family(
         v.sort();
         v
     };
-    let mut cands: Vec<(f64, u8, Vec<Vec<u32>>)> = vec![(sep, 0, singles)];
+    let mut cands: Vec<Candidate> = vec![(sep, 0, singles)];
     // a class with one contracted key is the only writer of its output blocks, so its
     // free-axis groups get their output laid out in place; otherwise they scatter
     let sole = distinct(ps, &ks.kk) == 1;
@@ -95,22 +95,24 @@ pub(super) fn choose_family(
             cands.push((family_cost(&fam), 1, fam));
         }
     }
-    let best = match opts.policy {
-        Policy::CostModel => {
-            // the fastest, or among those within TIE of it, the one with the fewest calls
-            let fastest = cands.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
-            cands
-                .into_iter()
-                .filter(|c| c.0 <= fastest * (1.0 + TIE))
-                .min_by_key(|c| c.2.len())
-                .expect("the fastest is within TIE of itself")
-        }
-        Policy::Always => cands
+    pick(cands, opts.policy)
+}
+
+/// A candidate split of a sector: predicted time, preference when forced, the groups.
+type Candidate = (f64, u8, Vec<Vec<u32>>);
+
+/// The fastest candidate (among those within TIE of it, the one with the fewest calls), or
+/// with `Policy::Always` the most coalescing one.
+fn pick(cands: Vec<Candidate>, policy: Policy) -> Vec<Vec<u32>> {
+    let fastest = cands.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
+    let best = match policy {
+        Policy::CostModel => cands
             .into_iter()
-            .max_by_key(|c| c.1)
-            .expect("at least the singles"),
+            .filter(|c| c.0 <= fastest * (1.0 + TIE))
+            .min_by_key(|c| c.2.len()),
+        Policy::Always => cands.into_iter().max_by_key(|c| c.1),
     };
-    best.2
+    best.map(|c| c.2).unwrap_or_default()
 }
 
 fn distinct(ps: &[u32], ids: &[u32]) -> usize {

@@ -1,5 +1,6 @@
 //! Groups: the plan's nodes. Each group is one kernel call covering one or more block pairs.
 
+use crate::step::Side;
 use crate::view::MatShape;
 use std::fmt;
 
@@ -131,13 +132,29 @@ impl Group {
     pub fn kernel_calls(&self) -> usize {
         1
     }
+
+    /// The blocks of one operand and their places.
+    pub fn places(&self, side: Side) -> &[Place] {
+        match side {
+            Side::A => &self.a,
+            Side::B => &self.b,
+        }
+    }
+
+    /// How one operand is reached.
+    pub fn access(&self, side: Side) -> &Access {
+        match side {
+            Side::A => &self.a_access,
+            Side::B => &self.b_access,
+        }
+    }
 }
 
 /// Kernel calls by group kind, as executed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KernelCounts {
     /// Calls per [`GroupKind`], in [`GroupKind::ALL`] order.
-    pub by_kind: [usize; 6],
+    pub by_kind: [usize; GroupKind::ALL.len()],
     /// Block pairs covered.
     pub pairs: usize,
 }

@@ -17,12 +17,12 @@ pub use cache::{fingerprint, PlanCache};
 pub use cost::CostModel;
 pub use group::{Access, Group, GroupKind, KernelCounts, Place};
 pub use options::{PlanOptions, Policy, TIE};
-pub use step::{plan_step, StepPlan};
+pub use step::{plan_step, OperandPlan, StepPlan};
 
-use crate::block::{Block, DynTensor};
+use crate::block::DynTensor;
 use crate::error::{Error, Result};
 use crate::scalar::{Conj, Scalar};
-use crate::spec::{ContractionSpec, Tree};
+use crate::spec::{permutation, ContractionSpec, Tree};
 use crate::step::{check_operands, enumerate, geometry, step_desc};
 use std::any::Any;
 use std::sync::Mutex;
@@ -114,17 +114,14 @@ impl Plan {
     /// type) this plan was made for; running a plan on anything else is refused.
     pub fn check_operands<T: Scalar>(&self, ops: &[&DynTensor<T>]) -> Result<()> {
         if ops.len() != self.operand_fps.len() {
-            return Err(Error::InvalidContraction(format!(
-                "the plan was made for {} operands, {} given",
-                self.operand_fps.len(),
-                ops.len()
-            )));
+            return Err(Error::OperandCount {
+                expected: self.operand_fps.len(),
+                found: ops.len(),
+            });
         }
         for (i, (t, fp)) in ops.iter().zip(&self.operand_fps).enumerate() {
             if t.structure_fingerprint() != *fp {
-                return Err(Error::InvalidContraction(format!(
-                    "operand {i} does not have the block structure this plan was made for"
-                )));
+                return Err(Error::PlanMismatch { operand: i });
             }
         }
         Ok(())
@@ -183,38 +180,32 @@ pub fn build_plan<T: Scalar>(
         .map(|(i, o)| {
             Some(Partial {
                 skel: ops[i].skeleton(),
-                labels: o.indices.iter().map(|x| x.label).collect(),
-                conj: Conj::from_bool(o.conj),
+                labels: spec.operand_labels(i),
+                conj: o.conj,
                 input: Input::Operand(i),
                 name: o.name.clone(),
             })
         })
         .collect();
-    let out_labels: Vec<usize> = spec.output.iter().map(|i| i.label).collect();
+    let out_labels = spec.output_labels();
     let (tree, order_given) = match &spec.tree {
         Some(t) => (t.clone(), true),
         None => (choose_order(&parts, &out_labels, &spec.labels)?, false),
     };
     let mut steps = Vec::new();
-    let root = walk(
-        &tree,
-        &mut parts,
-        &mut steps,
-        Some(&out_labels),
-        options,
-        &spec.labels,
+    let root = tree.fold(
+        &mut |i| {
+            parts[i].take().ok_or_else(|| Error::InvalidSpec {
+                reason: format!("the order uses operand {i} twice"),
+            })
+        },
+        &mut |pl, pr, root| {
+            let root_out = root.then_some(out_labels.as_slice());
+            plan_node(pl, pr, root_out, &mut steps, options, &spec.labels)
+        },
     )?;
     let finish = if steps.is_empty() {
-        let perm = out_labels
-            .iter()
-            .map(|l| {
-                root.labels
-                    .iter()
-                    .position(|x| x == l)
-                    .expect("validated labels")
-            })
-            .collect();
-        Some((perm, root.conj))
+        Some((permutation(&root.labels, &out_labels)?, root.conj))
     } else {
         None
     };
@@ -230,52 +221,40 @@ pub fn build_plan<T: Scalar>(
     })
 }
 
-fn walk<T: Scalar>(
-    tree: &Tree,
-    parts: &mut [Option<Partial<T>>],
-    steps: &mut Vec<PlannedStep>,
+/// Plans the step joining two partial results; its output's structure is the next partial.
+fn plan_node<T: Scalar>(
+    pl: Partial<T>,
+    pr: Partial<T>,
     root_out: Option<&[usize]>,
+    steps: &mut Vec<PlannedStep>,
     options: &PlanOptions,
     names: &[String],
 ) -> Result<Partial<T>> {
-    match tree {
-        Tree::Leaf(i) => Ok(parts[*i].take().expect("each operand once (validated)")),
-        Tree::Node(l, r) => {
-            let pl = walk(l, parts, steps, None, options, names)?;
-            let pr = walk(r, parts, steps, None, options, names)?;
-            let (desc, labels) =
-                step_desc(&pl.labels, pl.conj, &pr.labels, pr.conj, root_out, names);
-            let plan = plan_step(&pl.skel, &pr.skel, &desc, options)?;
-            let skel = DynTensor::<T>::skeleton_from(
-                plan.geometry.out_legs.clone(),
-                plan.geometry.symmetry.clone(),
-                plan.geometry.out_charge.clone(),
-                plan.out_keys
-                    .iter()
-                    .zip(&plan.out_layouts)
-                    .map(|(k, l)| Block {
-                        key: k.clone(),
-                        layout: l.clone(),
-                    })
-                    .collect(),
-            );
-            let name = format!("({}*{})", pl.name, pr.name);
-            steps.push(PlannedStep {
-                plan,
-                left: pl.input,
-                right: pr.input,
-                name: name.clone(),
-                labels: labels.clone(),
-            });
-            Ok(Partial {
-                skel,
-                labels,
-                conj: Conj::No,
-                input: Input::Step(steps.len() - 1),
-                name,
-            })
-        }
-    }
+    let (desc, labels) = step_desc(&pl.labels, pl.conj, &pr.labels, pr.conj, root_out, names);
+    let plan = plan_step(&pl.skel, &pr.skel, &desc, options)?;
+    let g = &plan.geometry;
+    let skel = DynTensor::<T>::from_shared(
+        g.out_legs.clone(),
+        g.symmetry.clone(),
+        g.out_charge.clone(),
+        plan.out_index.clone(),
+        Vec::new(),
+    );
+    let name = format!("({}*{})", pl.name, pr.name);
+    steps.push(PlannedStep {
+        plan,
+        left: pl.input,
+        right: pr.input,
+        name: name.clone(),
+        labels: labels.clone(),
+    });
+    Ok(Partial {
+        skel,
+        labels,
+        conj: Conj::No,
+        input: Input::Step(steps.len() - 1),
+        name,
+    })
 }
 
 /// Greedy pairwise order from the real block structure: repeatedly contract the pair that

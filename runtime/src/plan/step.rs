@@ -3,7 +3,7 @@
 //! grouped calls), `layout` (output layout, operand access) and `price` (cost and reason).
 
 use super::family::{choose_family, concat_group, family_kind};
-use super::group::{Group, Place};
+use super::group::Group;
 use super::layout::{assign_output_layout, components, scratch_of};
 use super::members::batch_singles;
 use super::options::PlanOptions;
@@ -11,7 +11,7 @@ use super::price::finalize;
 use crate::block::{Block, BlockIndex, BlockKey, DynTensor};
 use crate::error::Result;
 use crate::scalar::{Conj, Scalar};
-use crate::step::{enumerate, geometry, Geometry, PairGemm, StepDesc};
+use crate::step::{enumerate, geometry, Geometry, PairGemm, Side, StepDesc};
 use crate::view::{mat_shape, Layout, MatShape};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -31,14 +31,8 @@ pub struct StepPlan {
     pub out_layouts: Vec<Layout>,
     /// Output buffer length.
     pub out_len: usize,
-    /// Matrix view of each A block (None: its strides need a transpose).
-    pub a_mats: Vec<Option<MatShape>>,
-    /// Matrix view of each B block.
-    pub b_mats: Vec<Option<MatShape>>,
-    /// Buffer offset of each A block.
-    pub a_offsets: Vec<usize>,
-    /// Buffer offset of each B block.
-    pub b_offsets: Vec<usize>,
+    /// What the plan knows of its two operands' blocks, indexed by [`Side::index`].
+    pub operands: [OperandPlan; 2],
     /// Matrix view of each output block.
     pub c_mats: Vec<Option<MatShape>>,
     /// The groups (plan nodes).
@@ -49,16 +43,43 @@ pub struct StepPlan {
     pub scratch_elems: usize,
     /// The output's blocks and layouts, shared by every output this plan makes.
     pub out_index: Arc<BlockIndex>,
-    /// Operand blocks that need a transpose and feed several single/batched GEMMs are
-    /// transposed once per step into a cache: per A block, its offset there.
-    pub a_cache: Vec<Option<usize>>,
-    /// Likewise for B.
-    pub b_cache: Vec<Option<usize>>,
-    /// Cache lengths (A, B).
-    pub cache_len: (usize, usize),
+}
+
+/// One operand of a step, as the plan sees its blocks.
+#[derive(Debug, Clone, Default)]
+pub struct OperandPlan {
+    /// Matrix view of each block (None: its strides need a transpose).
+    pub mats: Vec<Option<MatShape>>,
+    /// Buffer offset of each block.
+    pub offsets: Vec<usize>,
+    /// Blocks that need a transpose and feed several single/batched GEMMs are transposed
+    /// once per step into a cache: per block, its offset there.
+    pub cache: Vec<Option<usize>>,
+    /// The cache's length.
+    pub cache_len: usize,
+}
+
+impl OperandPlan {
+    fn new<T: Scalar>(t: &DynTensor<T>, g: &Geometry, side: Side) -> Self {
+        let (rows, cols) = g.mat_axes(side);
+        OperandPlan {
+            mats: t
+                .blocks()
+                .iter()
+                .map(|x| mat_shape(&x.layout, rows, cols))
+                .collect(),
+            offsets: t.blocks().iter().map(|x| x.layout.offset).collect(),
+            cache: Vec::new(),
+            cache_len: 0,
+        }
+    }
 }
 
 impl StepPlan {
+    /// The plan of one operand.
+    pub fn operand(&self, side: Side) -> &OperandPlan {
+        &self.operands[side.index()]
+    }
     /// Kernel calls of this step.
     pub fn kernel_calls(&self) -> usize {
         self.groups.iter().map(Group::kernel_calls).sum()
@@ -140,16 +161,10 @@ pub fn plan_step<T: Scalar>(
 ) -> Result<StepPlan> {
     let g = geometry(a, b, desc)?;
     let list = enumerate(a, b, &g);
-    let a_mats: Vec<_> = a
-        .blocks()
-        .iter()
-        .map(|x| mat_shape(&x.layout, &g.a_free, &g.a_contr))
-        .collect();
-    let b_mats: Vec<_> = b
-        .blocks()
-        .iter()
-        .map(|x| mat_shape(&x.layout, &g.b_contr, &g.b_free))
-        .collect();
+    let operands = [
+        OperandPlan::new(a, &g, Side::A),
+        OperandPlan::new(b, &g, Side::B),
+    ];
     let ks = keys(a, b, &g, &list.pairs);
     let mut sp = StepPlan {
         desc: desc.clone(),
@@ -158,18 +173,12 @@ pub fn plan_step<T: Scalar>(
         out_keys: list.out_keys,
         out_layouts: Vec::new(),
         out_len: 0,
-        a_mats,
-        b_mats,
-        a_offsets: a.blocks().iter().map(|x| x.layout.offset).collect(),
-        b_offsets: b.blocks().iter().map(|x| x.layout.offset).collect(),
+        operands,
         c_mats: Vec::new(),
         groups: Vec::new(),
         components: Vec::new(),
         scratch_elems: 0,
         out_index: Arc::new(BlockIndex::new(Vec::new())),
-        a_cache: Vec::new(),
-        b_cache: Vec::new(),
-        cache_len: (0, 0),
     };
     let model = opts.model;
     // pairs by coupled sector (the charge carried across the contracted legs)
@@ -203,9 +212,9 @@ pub fn plan_step<T: Scalar>(
     }
     sp.components = components(&groups, sp.out_keys.len());
     sp.scratch_elems = groups.iter().map(scratch_of).max().unwrap_or(0);
-    let (ac, al) = transpose_cache(&groups, &sp.a_mats, a, |g| &g.a);
-    let (bc, bl) = transpose_cache(&groups, &sp.b_mats, b, |g| &g.b);
-    (sp.a_cache, sp.b_cache, sp.cache_len) = (ac, bc, (al, bl));
+    for (side, t) in [(Side::A, a), (Side::B, b)] {
+        transpose_cache(&groups, &mut sp.operands[side.index()], t, side);
+    }
     sp.groups = groups;
     sp.out_index = Arc::new(BlockIndex::new(
         sp.out_keys
@@ -224,20 +233,20 @@ pub fn plan_step<T: Scalar>(
 /// per-step cache (transposed once instead of once per use).
 fn transpose_cache<T: Scalar>(
     groups: &[Group],
-    mats: &[Option<MatShape>],
+    op: &mut OperandPlan,
     t: &DynTensor<T>,
-    places: impl Fn(&Group) -> &Vec<Place>,
-) -> (Vec<Option<usize>>, usize) {
-    let mut uses = vec![0u32; mats.len()];
+    side: Side,
+) {
+    let mut uses = vec![0u32; op.mats.len()];
     for g in groups.iter().filter(|g| g.is_members()) {
-        for p in places(g) {
-            if mats[p.block as usize].is_none() {
+        for p in g.places(side) {
+            if op.mats[p.block as usize].is_none() {
                 uses[p.block as usize] += 1;
             }
         }
     }
     let mut off = 0;
-    let slots = uses
+    op.cache = uses
         .iter()
         .enumerate()
         .map(|(i, &u)| {
@@ -248,5 +257,5 @@ fn transpose_cache<T: Scalar>(
             })
         })
         .collect();
-    (slots, off)
+    op.cache_len = off;
 }

@@ -12,6 +12,24 @@ pub use pairs::{enumerate, PairGemm, PairList};
 
 use crate::scalar::Conj;
 
+/// One of a step's two operands: the A side (GEMM rows) or the B side (GEMM columns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The left operand.
+    A,
+    /// The right operand.
+    B,
+}
+
+impl Side {
+    /// Both sides, A first.
+    pub const BOTH: [Side; 2] = [Side::A, Side::B];
+    /// 0 for A, 1 for B (for per-side arrays).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
 /// Where an output leg comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Src {

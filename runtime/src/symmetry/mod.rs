@@ -1,6 +1,7 @@
 //! Charges (U(1), Z_n and their products), sectors, flows, spaces and legs.
 
 use crate::error::{Error, Result};
+use crate::scalar::Conj;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -30,11 +31,9 @@ pub struct Symmetry(Vec<ChargeKind>);
 impl Symmetry {
     /// The product of the given components.
     pub fn new(kinds: Vec<ChargeKind>) -> Result<Self> {
-        if let Some(ChargeKind::Zn(0)) = kinds.iter().find(|k| matches!(k, ChargeKind::Zn(0))) {
-            return Err(Error::SymmetryMismatch {
-                what: "symmetry".into(),
-                left: "Z0".into(),
-                right: "Z<n> needs n >= 1".into(),
+        if let Some(i) = kinds.iter().position(|k| matches!(k, ChargeKind::Zn(0))) {
+            return Err(Error::InvalidSymmetry {
+                reason: format!("component {i} is Z0; Z<n> needs n >= 1"),
             });
         }
         Ok(Symmetry(kinds))
@@ -98,6 +97,13 @@ impl Symmetry {
     pub fn add_signed(&self, acc: &mut Charge, sign: i64, b: &Charge) {
         for ((x, &y), k) in acc.0.iter_mut().zip(&b.0).zip(&self.0) {
             *x = reduce(*k, *x + sign * y);
+        }
+    }
+    /// A tensor's charge as used: negated under `conj`.
+    pub fn charge_as_used(&self, q: &Charge, conj: Conj) -> Charge {
+        match conj {
+            Conj::No => q.clone(),
+            Conj::Yes => self.neg(q),
         }
     }
     /// `-a`.
@@ -174,6 +180,13 @@ impl Flow {
             Flow::In => Flow::Out,
         }
     }
+    /// The flow as used: conjugation reverses every flow (the one place that says so).
+    pub fn as_used(self, conj: Conj) -> Flow {
+        match conj {
+            Conj::No => self,
+            Conj::Yes => self.dual(),
+        }
+    }
 }
 
 /// Whether a space is a block space (sectors of varying size) or a local one.
@@ -225,9 +238,11 @@ impl Space {
         for (i, (q, d)) in sectors.iter().enumerate() {
             let charge = symmetry.charge(q)?;
             if let Some(j) = lookup.insert(charge.clone(), i) {
-                return Err(Error::UnknownSector {
+                return Err(Error::DuplicateCharge {
                     what: "space".into(),
-                    detail: format!("sectors {j} and {i} share charge {charge}"),
+                    first: j,
+                    second: i,
+                    charge,
                 });
             }
             out.push(Sector { charge, dim: *d });
@@ -373,11 +388,66 @@ impl Leg {
             flow: self.flow.dual(),
         }
     }
+    /// The leg as used in a contraction: its flow reversed under `conj`.
+    pub fn as_used(&self, conj: Conj) -> Self {
+        Leg {
+            space: self.space.clone(),
+            flow: self.flow.as_used(conj),
+        }
+    }
 }
 
 /// Whether two spaces are the same (pointer-equal fast path, then structurally).
 pub fn same_space(a: &Arc<Space>, b: &Arc<Space>) -> bool {
     Arc::ptr_eq(a, b) || **a == **b
+}
+
+/// The rule for a contracted pair, written once: the two legs, as used (after any `conj`),
+/// join the same space with opposite flows. `what` names the index for the error; `hint`
+/// says what to do when the flows agree.
+pub fn check_contractible(
+    a: &Leg,
+    b: &Leg,
+    what: impl FnOnce() -> String,
+    hint: impl FnOnce() -> String,
+) -> Result<()> {
+    if !same_space(&a.space, &b.space) {
+        return Err(Error::SpaceMismatch {
+            what: what(),
+            left: a.space.describe(),
+            right: b.space.describe(),
+        });
+    }
+    if a.flow == b.flow {
+        return Err(Error::FlowMismatch {
+            what: what(),
+            left: a.flow,
+            right: b.flow,
+            hint: hint(),
+        });
+    }
+    Ok(())
+}
+
+/// The rule for writing into an existing leg (an assignment target): same space, same flow.
+pub fn check_same_leg(target: &Leg, src: &Leg, what: impl FnOnce() -> String) -> Result<()> {
+    if !same_space(&target.space, &src.space) {
+        return Err(Error::SpaceMismatch {
+            what: what(),
+            left: target.space.describe(),
+            right: src.space.describe(),
+        });
+    }
+    if target.flow != src.flow {
+        return Err(Error::FlowMismatch {
+            what: what(),
+            left: target.flow,
+            right: src.flow,
+            hint: "the target's leg and the result's leg flow differently (target vs result)"
+                .into(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -389,7 +459,14 @@ mod tests {
         let z3 = Symmetry::zn(3);
         assert_eq!(z3.charge(&[4]).unwrap().values(), &[1]);
         assert_eq!(z3.charge(&[-1]).unwrap().values(), &[2]);
-        assert!(Space::block(&z3, &[(vec![1], 2), (vec![4], 1)]).is_err());
+        assert!(matches!(
+            Space::block(&z3, &[(vec![1], 2), (vec![4], 1)]),
+            Err(Error::DuplicateCharge {
+                first: 0,
+                second: 1,
+                ..
+            })
+        ));
     }
 
     #[test]

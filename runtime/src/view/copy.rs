@@ -95,20 +95,6 @@ impl Axes {
     }
 }
 
-/// See [`Axes::simplified`]; returns (dims, src strides, dst strides).
-pub fn simplify(
-    dims: &[usize],
-    ss: &[isize],
-    ds: &[isize],
-) -> (Vec<usize>, Vec<isize>, Vec<isize>) {
-    let a = Axes::simplified(dims, ss, ds);
-    (
-        a.dims[..a.len].to_vec(),
-        a.src[..a.len].to_vec(),
-        a.dst[..a.len].to_vec(),
-    )
-}
-
 /// `dst = src` (or `dst += alpha * src`, `dst = conj(src)`) element-wise between two same-shape
 /// strided views.
 ///
@@ -190,10 +176,10 @@ mod tests {
 
     #[test]
     fn simplify_merges_nested_axes_and_drops_units() {
-        let (d, a, b) = simplify(&[2, 1, 3, 4], &[12, 12, 4, 1], &[12, 99, 4, 1]);
-        assert_eq!((d, a, b), (vec![24], vec![1], vec![1]));
-        let (d, _, _) = simplify(&[2, 3], &[1, 2], &[3, 1]);
-        assert_eq!(d, vec![2, 3]);
+        let ax = Axes::simplified(&[2, 1, 3, 4], &[12, 12, 4, 1], &[12, 99, 4, 1]);
+        assert_eq!((ax.len, ax.dims[0], ax.src[0], ax.dst[0]), (1, 24, 1, 1));
+        let ax = Axes::simplified(&[2, 3], &[1, 2], &[3, 1]);
+        assert_eq!(&ax.dims[..ax.len], &[2, 3]);
     }
 
     #[test]
@@ -201,6 +187,7 @@ mod tests {
         let src: Vec<f64> = (0..6).map(|x| x as f64).collect();
         let mut dst = vec![0.0; 6];
         // src is 2x3 row-major; write it transposed into a 3x2 row-major dst
+        // SAFETY: both buffers hold the 6 elements the views address.
         unsafe {
             strided_copy(
                 &[2, 3],

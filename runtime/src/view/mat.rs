@@ -21,3 +21,15 @@ pub fn mat_shape(layout: &Layout, rows: &[usize], cols: &[usize]) -> Option<MatS
     let (n, cs) = fuse(&layout.dims, &layout.strides, cols)?;
     Some(MatShape { m, rs, n, cs })
 }
+
+impl MatShape {
+    /// A row-major contiguous `m x n` matrix.
+    pub fn row_major(m: usize, n: usize) -> Self {
+        MatShape {
+            m,
+            rs: n as isize,
+            n,
+            cs: 1,
+        }
+    }
+}

@@ -2,14 +2,15 @@
 //!
 //! A [`Layout`] addresses a block inside its tensor's one buffer: element
 //! `(i0, .., ir)` lives at `offset + sum_k i_k * strides[k]`. Strides are in
-//! elements and signed. Invariants, checked when a layout is attached to a
-//! buffer: every addressed element lies inside the buffer, and the blocks of
-//! one tensor never overlap.
+//! elements and signed. Invariants a tensor keeps (its constructors lay blocks
+//! out themselves; layouts from a plan are checked against the tensor's
+//! structure fingerprint before use): every addressed element lies inside the
+//! buffer, and the blocks of one tensor never overlap.
 
 mod copy;
 mod mat;
 
-pub use copy::{for_each_pair, simplify, strided_copy, Axes, CopyMode};
+pub use copy::{for_each_pair, strided_copy, Axes, CopyMode};
 pub use mat::{mat_shape, MatShape};
 
 /// Dims, signed strides and offset of one block in its buffer.

@@ -1,12 +1,15 @@
 //! The workload files' contraction notation: `Out[a,b] = A[a,k] * conj(B)[k,b]`.
 
 use crate::error::{Error, Result};
+use crate::scalar::Conj;
 use crate::spec::{Assign, ContractionSpec, IndexSpec, OperandSpec};
 
 impl ContractionSpec {
     /// Parses `Out[a,b] = A[a,k] * B[k,b]` (the workload notation; `conj(X)[..]` allowed).
     pub fn parse(text: &str) -> Result<Self> {
-        let bad = |m: &str| Error::InvalidContraction(format!("{m} in `{text}`"));
+        let bad = |m: &str| Error::InvalidSpec {
+            reason: format!("{m} in `{text}`"),
+        };
         let (lhs, rhs) = text.split_once('=').ok_or_else(|| bad("missing `=`"))?;
         let (lhs, assign) = match lhs.trim_end().strip_suffix(':') {
             Some(l) => (l, Assign::New),
@@ -32,8 +35,8 @@ impl ContractionSpec {
             let (name, ix) =
                 parse_factor(f).ok_or_else(|| bad(&format!("malformed factor `{}`", f.trim())))?;
             let (name, conj) = match name.strip_prefix("conj(").and_then(|n| n.strip_suffix(')')) {
-                Some(n) => (n.trim().to_string(), true),
-                None => (name, false),
+                Some(n) => (n.trim().to_string(), Conj::Yes),
+                None => (name, Conj::No),
             };
             let indices = ix.iter().map(|s| idx(intern(s))).collect();
             operands.push(OperandSpec {
@@ -100,7 +103,7 @@ mod tests {
         let s = ContractionSpec::parse("Y[a,b] = L[a,x] * conj(P)[x,b]").unwrap();
         assert_eq!(s.labels, vec!["a", "b", "x"]);
         assert_eq!(s.operands.len(), 2);
-        assert!(s.operands[1].conj);
+        assert_eq!(s.operands[1].conj, Conj::Yes);
         assert_eq!(s.operands[1].name, "P");
         assert_eq!(s.assign, Assign::Overwrite);
     }
@@ -117,7 +120,10 @@ mod tests {
             "C[a] = A[a,k] * B[k] * D[k]",
             "C[a] = A[a,1k]",
         ] {
-            assert!(ContractionSpec::parse(bad).is_err(), "{bad}");
+            assert!(
+                matches!(ContractionSpec::parse(bad), Err(Error::InvalidSpec { .. })),
+                "{bad}"
+            );
         }
     }
 }

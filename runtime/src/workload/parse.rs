@@ -1,15 +1,97 @@
-//! Field-by-field parsing of workload JSON, every error naming its field.
+//! Workload JSON through serde: the file's shape is the structs below (unknown fields
+//! rejected), syntax errors are named by their path (`serde_path_to_error`), and the
+//! semantic checks that follow name their field too.
 
 use super::{Expected, TensorDesc, Workload};
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
 use crate::scalar::DType;
 use crate::spec::{ContractionSpec, Tree};
-use crate::symmetry::{ChargeKind, Flow, Space, SpaceKind, Symmetry};
-use serde_json::Value;
-use std::collections::HashMap;
+use crate::symmetry::{check_contractible, ChargeKind, Flow, Leg, Space, SpaceKind, Symmetry};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
+
+/// The whole file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJson {
+    format: String,
+    name: String,
+    #[serde(default)]
+    source: String,
+    symmetry: Vec<KindJson>,
+    dtype: DtypeJson,
+    spaces: BTreeMap<String, SpaceJson>,
+    tensors: BTreeMap<String, TensorJson>,
+    contraction: String,
+    order: Option<Vec<Vec<String>>>,
+}
+
+/// `"U1"` or `"Z<n>"`.
+#[derive(Deserialize)]
+#[serde(try_from = "String")]
+struct KindJson(ChargeKind);
+
+impl TryFrom<String> for KindJson {
+    type Error = String;
+    fn try_from(s: String) -> std::result::Result<Self, String> {
+        match s.as_str() {
+            "U1" => Ok(KindJson(ChargeKind::U1)),
+            _ => match s.strip_prefix('Z').and_then(|n| n.parse::<u32>().ok()) {
+                Some(n) if n >= 1 => Ok(KindJson(ChargeKind::Zn(n))),
+                _ => Err(format!("expected \"U1\" or \"Z<n>\" (n >= 1), found {s:?}")),
+            },
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum DtypeJson {
+    F64,
+    F32,
+    C64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpaceJson {
+    sectors: Vec<SectorJson>,
+    #[serde(default)]
+    local: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SectorJson {
+    charge: Vec<i64>,
+    dim: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TensorJson {
+    seed: u64,
+    charge: Vec<i64>,
+    legs: Vec<LegJson>,
+    blocks: Option<Vec<Vec<u64>>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LegJson {
+    space: String,
+    flow: FlowJson,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum FlowJson {
+    Out,
+    In,
+}
 
 struct Ctx<'a> {
     file: &'a str,
@@ -23,89 +105,57 @@ impl Ctx<'_> {
             reason: reason.into(),
         }
     }
-    fn get<'v>(&self, v: &'v Value, parent: &str, key: &str) -> Result<&'v Value> {
-        v.get(key)
-            .ok_or_else(|| self.err(&join(parent, key), "missing"))
-    }
-    fn str<'v>(&self, v: &'v Value, field: &str) -> Result<&'v str> {
-        v.as_str()
-            .ok_or_else(|| self.err(field, "expected a string"))
-    }
-    fn arr<'v>(&self, v: &'v Value, field: &str) -> Result<&'v Vec<Value>> {
-        v.as_array()
-            .ok_or_else(|| self.err(field, "expected an array"))
-    }
-    fn obj<'v>(&self, v: &'v Value, field: &str) -> Result<&'v serde_json::Map<String, Value>> {
-        v.as_object()
-            .ok_or_else(|| self.err(field, "expected an object"))
-    }
-    fn int(&self, v: &Value, field: &str) -> Result<i64> {
-        v.as_i64()
-            .ok_or_else(|| self.err(field, "expected an integer"))
-    }
-    fn uint(&self, v: &Value, field: &str) -> Result<u64> {
-        v.as_u64()
-            .ok_or_else(|| self.err(field, "expected a non-negative integer"))
-    }
-}
 
-fn join(parent: &str, key: &str) -> String {
-    if parent.is_empty() {
-        key.to_string()
-    } else {
-        format!("{parent}.{key}")
+    /// Deserializes `text`, naming the field of a syntax error by its JSON path (a missing or
+    /// unknown field is named itself, not its parent).
+    fn deserialize<'de, X: Deserialize<'de>>(&self, text: &'de str) -> Result<X> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let path = if path == "." { String::new() } else { path };
+            let inner = e.into_inner();
+            let msg = inner.to_string();
+            let named = ["missing field `", "unknown field `"]
+                .iter()
+                .find_map(|p| msg.strip_prefix(p))
+                .and_then(|rest| rest.split('`').next());
+            let field = match (named, path.is_empty()) {
+                (Some(f), true) => f.to_string(),
+                // an unknown field's path already ends with it; a missing one's is its parent
+                (Some(f), false) if path == f || path.ends_with(&format!(".{f}")) => path,
+                (Some(f), false) => format!("{path}.{f}"),
+                (None, true) => "(json)".to_string(),
+                (None, false) => path,
+            };
+            self.err(&field, msg)
+        })
     }
 }
 
 pub(super) fn parse(text: &str, file: &str) -> Result<Workload> {
     let c = Ctx { file };
-    let root: Value = serde_json::from_str(text).map_err(|e| c.err("(json)", e.to_string()))?;
-    c.obj(&root, "(root)")?;
-    let format = c.str(c.get(&root, "", "format")?, "format")?;
-    if format != "blocksparse-workload/1" {
+    let f: FileJson = c.deserialize(text)?;
+    if f.format != "blocksparse-workload/1" {
         return Err(c.err(
             "format",
-            format!("expected \"blocksparse-workload/1\", found {format:?}"),
+            format!("expected \"blocksparse-workload/1\", found {:?}", f.format),
         ));
     }
-    let name = c.str(c.get(&root, "", "name")?, "name")?.to_string();
-    let source = match root.get("source") {
-        Some(v) => c.str(v, "source")?.to_string(),
-        None => String::new(),
+    let symmetry = Symmetry::new(f.symmetry.iter().map(|k| k.0).collect())
+        .map_err(|e| c.err("symmetry", e.to_string()))?;
+    let dtype = match f.dtype {
+        DtypeJson::F64 => DType::F64,
+        DtypeJson::F32 => DType::F32,
+        DtypeJson::C64 => DType::C64,
     };
-    let mut kinds = Vec::new();
-    for (i, k) in c
-        .arr(c.get(&root, "", "symmetry")?, "symmetry")?
+    let spaces = build_spaces(&c, &f.spaces, &symmetry)?;
+    let tensors = f
+        .tensors
         .iter()
-        .enumerate()
-    {
-        let f = format!("symmetry[{i}]");
-        let s = c.str(k, &f)?;
-        kinds.push(match s {
-            "U1" => ChargeKind::U1,
-            _ => match s.strip_prefix('Z').and_then(|n| n.parse::<u32>().ok()) {
-                Some(n) if n >= 1 => ChargeKind::Zn(n),
-                _ => {
-                    return Err(c.err(
-                        &f,
-                        format!("expected \"U1\" or \"Z<n>\" (n >= 1), found {s:?}"),
-                    ))
-                }
-            },
-        });
-    }
-    let symmetry = Symmetry::new(kinds).map_err(|e| c.err("symmetry", e.to_string()))?;
-    let dtype = match c.str(c.get(&root, "", "dtype")?, "dtype")? {
-        "f64" => DType::F64,
-        "f32" => DType::F32,
-        "c64" => DType::C64,
-        d => return Err(c.err("dtype", format!("expected f64, f32 or c64, found {d:?}"))),
-    };
-    let spaces = parse_spaces(&c, &root, &symmetry)?;
-    let tensors = parse_tensors(&c, &root, &symmetry, &spaces)?;
-    let ctext = c.str(c.get(&root, "", "contraction")?, "contraction")?;
+        .map(|(name, t)| build_tensor(&c, name, t, &symmetry, &spaces))
+        .collect::<Result<Vec<_>>>()?;
     let mut contraction =
-        ContractionSpec::parse(ctext).map_err(|e| c.err("contraction", e.to_string()))?;
+        ContractionSpec::parse(&f.contraction).map_err(|e| c.err("contraction", e.to_string()))?;
     for o in &contraction.operands {
         if !tensors.iter().any(|t| t.name == o.name) {
             return Err(c.err(
@@ -120,159 +170,120 @@ pub(super) fn parse(text: &str, file: &str) -> Result<Workload> {
             format!("output `{}` is also a tensor", contraction.output_name),
         ));
     }
-    if let Some(order) = root.get("order") {
+    if let Some(order) = &f.order {
         contraction.tree = Some(parse_order(&c, order, &contraction)?);
     }
     contraction
         .validate()
         .map_err(|e| c.err("contraction", e.to_string()))?;
-    check_contraction_legs(&c, &contraction, &tensors)?;
+    check_contraction_legs(&c, &contraction, &tensors, &spaces)?;
     Ok(Workload {
-        name,
-        source,
+        name: f.name,
+        source: f.source,
         symmetry,
         dtype,
         spaces,
         tensors,
         contraction,
-        contraction_text: ctext.to_string(),
+        contraction_text: f.contraction,
     })
 }
 
-fn parse_spaces(c: &Ctx, root: &Value, symmetry: &Symmetry) -> Result<HashMap<String, Arc<Space>>> {
-    let mut spaces = HashMap::new();
-    for (sname, sv) in c.obj(c.get(root, "", "spaces")?, "spaces")? {
+fn build_spaces(
+    c: &Ctx,
+    spaces: &BTreeMap<String, SpaceJson>,
+    symmetry: &Symmetry,
+) -> Result<HashMap<String, Arc<Space>>> {
+    let mut out = HashMap::new();
+    for (sname, sv) in spaces {
         let f = format!("spaces.{sname}");
-        c.obj(sv, &f)?;
         let mut secs = Vec::new();
-        for (i, s) in c
-            .arr(c.get(sv, &f, "sectors")?, &format!("{f}.sectors"))?
-            .iter()
-            .enumerate()
-        {
+        for (i, s) in sv.sectors.iter().enumerate() {
             let sf = format!("{f}.sectors[{i}]");
-            let q: Vec<i64> = c
-                .arr(c.get(s, &sf, "charge")?, &format!("{sf}.charge"))?
-                .iter()
-                .map(|x| c.int(x, &format!("{sf}.charge")))
-                .collect::<Result<_>>()?;
-            if q.len() != symmetry.len() {
+            if s.charge.len() != symmetry.len() {
                 return Err(c.err(
                     &format!("{sf}.charge"),
                     format!(
                         "has {} components, symmetry has {}",
-                        q.len(),
+                        s.charge.len(),
                         symmetry.len()
                     ),
                 ));
             }
-            let dim = c.uint(c.get(s, &sf, "dim")?, &format!("{sf}.dim"))?;
-            if dim == 0 {
-                return Err(c.err(&format!("{sf}.dim"), "must be >= 1"));
-            }
-            secs.push((q, dim as usize));
+            let dim = usize::try_from(s.dim)
+                .ok()
+                .filter(|&d| d >= 1)
+                .ok_or_else(|| c.err(&format!("{sf}.dim"), "must be >= 1 and fit in memory"))?;
+            secs.push((s.charge.clone(), dim));
         }
-        let local = match sv.get("local") {
-            None => false,
-            Some(v) => v
-                .as_bool()
-                .ok_or_else(|| c.err(&format!("{f}.local"), "expected a boolean"))?,
-        };
-        let kind = if local {
+        let kind = if sv.local {
             SpaceKind::Local
         } else {
             SpaceKind::Block
         };
         let space = Space::new(symmetry, &secs, kind)
             .map_err(|e| c.err(&format!("{f}.sectors"), e.to_string()))?;
-        spaces.insert(sname.clone(), Arc::new(space));
+        out.insert(sname.clone(), Arc::new(space));
     }
-    Ok(spaces)
+    Ok(out)
 }
 
-fn parse_tensors(
+fn build_tensor(
     c: &Ctx,
-    root: &Value,
+    name: &str,
+    t: &TensorJson,
     symmetry: &Symmetry,
     spaces: &HashMap<String, Arc<Space>>,
-) -> Result<Vec<TensorDesc>> {
-    let mut tensors = Vec::new();
-    for (tname, tv) in c.obj(c.get(root, "", "tensors")?, "tensors")? {
-        let f = format!("tensors.{tname}");
-        c.obj(tv, &f)?;
-        let seed = c.uint(c.get(tv, &f, "seed")?, &format!("{f}.seed"))?;
-        if seed >= 1u64 << 53 {
-            return Err(c.err(&format!("{f}.seed"), "must be < 2^53"));
-        }
-        let q: Vec<i64> = c
-            .arr(c.get(tv, &f, "charge")?, &format!("{f}.charge"))?
-            .iter()
-            .map(|x| c.int(x, &format!("{f}.charge")))
-            .collect::<Result<_>>()?;
-        let charge = symmetry
-            .charge(&q)
-            .map_err(|e| c.err(&format!("{f}.charge"), e.to_string()))?;
-        let mut legs = Vec::new();
-        for (i, l) in c
-            .arr(c.get(tv, &f, "legs")?, &format!("{f}.legs"))?
-            .iter()
-            .enumerate()
-        {
-            let lf = format!("{f}.legs[{i}]");
-            let sp = c.str(c.get(l, &lf, "space")?, &format!("{lf}.space"))?;
-            if !spaces.contains_key(sp) {
-                return Err(c.err(&format!("{lf}.space"), format!("unknown space `{sp}`")));
-            }
-            let flow = match c.str(c.get(l, &lf, "flow")?, &format!("{lf}.flow"))? {
-                "out" => Flow::Out,
-                "in" => Flow::In,
-                x => {
-                    return Err(c.err(
-                        &format!("{lf}.flow"),
-                        format!("expected \"out\" or \"in\", found {x:?}"),
-                    ))
-                }
-            };
-            legs.push((sp.to_string(), flow));
-        }
-        let blocks = match tv.get("blocks") {
-            None => None,
-            Some(bv) => {
-                let mut bl = Vec::new();
-                for (i, b) in c.arr(bv, &format!("{f}.blocks"))?.iter().enumerate() {
-                    let bf = format!("{f}.blocks[{i}]");
-                    let key: Vec<usize> = c
-                        .arr(b, &bf)?
-                        .iter()
-                        .map(|x| c.uint(x, &bf).map(|v| v as usize))
-                        .collect::<Result<_>>()?;
-                    bl.push(key);
-                }
-                Some(bl)
-            }
-        };
-        // validate blocks and charges now, naming the tensor
-        let leg_objs: Vec<_> = legs
-            .iter()
-            .map(|(s, fl)| crate::symmetry::Leg::new(&spaces[s], *fl))
-            .collect();
-        let check = match &blocks {
-            Some(b) => DynTensor::<f64>::validate_blocks(&leg_objs, &charge, b),
-            None => Ok(()),
-        };
-        check.map_err(|e| c.err(&format!("{f}.blocks"), e.to_string()))?;
-        tensors.push(TensorDesc {
-            name: tname.clone(),
-            seed,
-            charge,
-            legs,
-            blocks,
-        });
+) -> Result<TensorDesc> {
+    let f = format!("tensors.{name}");
+    if t.seed >= 1u64 << 53 {
+        return Err(c.err(&format!("{f}.seed"), "must be < 2^53"));
     }
-    Ok(tensors)
+    let charge = symmetry
+        .charge(&t.charge)
+        .map_err(|e| c.err(&format!("{f}.charge"), e.to_string()))?;
+    let mut legs = Vec::new();
+    for (i, l) in t.legs.iter().enumerate() {
+        if !spaces.contains_key(&l.space) {
+            return Err(c.err(
+                &format!("{f}.legs[{i}].space"),
+                format!("unknown space `{}`", l.space),
+            ));
+        }
+        let flow = match l.flow {
+            FlowJson::Out => Flow::Out,
+            FlowJson::In => Flow::In,
+        };
+        legs.push((l.space.clone(), flow));
+    }
+    let blocks: Option<Vec<Vec<usize>>> = t.blocks.as_ref().map(|bs| {
+        bs.iter()
+            .map(|b| {
+                b.iter()
+                    .map(|&x| usize::try_from(x).unwrap_or(usize::MAX))
+                    .collect()
+            })
+            .collect()
+    });
+    // validate blocks and charges now, naming the tensor
+    if let Some(b) = &blocks {
+        let leg_objs: Vec<Leg> = legs
+            .iter()
+            .map(|(s, fl)| Leg::new(&spaces[s], *fl))
+            .collect();
+        DynTensor::<f64>::validate_blocks(&leg_objs, &charge, b)
+            .map_err(|e| c.err(&format!("{f}.blocks"), e.to_string()))?;
+    }
+    Ok(TensorDesc {
+        name: name.to_string(),
+        seed: t.seed,
+        charge,
+        legs,
+        blocks,
+    })
 }
 
-fn parse_order(c: &Ctx, order: &Value, spec: &ContractionSpec) -> Result<Tree> {
+fn parse_order(c: &Ctx, order: &[Vec<String>], spec: &ContractionSpec) -> Result<Tree> {
     let names: Vec<&str> = spec.operands.iter().map(|o| o.name.as_str()).collect();
     let mut live: Vec<(String, Tree)> = Vec::new();
     for (i, n) in names.iter().enumerate() {
@@ -284,14 +295,11 @@ fn parse_order(c: &Ctx, order: &Value, spec: &ContractionSpec) -> Result<Tree> {
         }
         live.push((n.to_string(), Tree::Leaf(i)));
     }
-    for (i, pair) in c.arr(order, "order")?.iter().enumerate() {
+    for (i, pair) in order.iter().enumerate() {
         let f = format!("order[{i}]");
-        let p = c.arr(pair, &f)?;
-        if p.len() != 2 {
+        let [x, y] = pair.as_slice() else {
             return Err(c.err(&f, "expected a pair of names"));
-        }
-        let x = c.str(&p[0], &f)?.to_string();
-        let y = c.str(&p[1], &f)?.to_string();
+        };
         let mut take = |n: &str| -> Result<Tree> {
             let pos = live.iter().position(|(m, _)| m == n).ok_or_else(|| {
                 c.err(
@@ -301,29 +309,38 @@ fn parse_order(c: &Ctx, order: &Value, spec: &ContractionSpec) -> Result<Tree> {
             })?;
             Ok(live.remove(pos).1)
         };
-        let tx = take(&x)?;
-        let ty = take(&y)?;
+        let tx = take(x)?;
+        let ty = take(y)?;
         live.push((format!("({x}*{y})"), Tree::Node(Box::new(tx), Box::new(ty))));
     }
-    if live.len() != 1 {
-        return Err(c.err(
+    match live.pop() {
+        Some((_, t)) if live.is_empty() => Ok(t),
+        _ => Err(c.err(
             "order",
             format!(
                 "leaves {} results; it must combine every operand into one",
-                live.len()
+                live.len() + 1
             ),
-        ));
+        )),
     }
-    Ok(live.pop().expect("one").1)
 }
 
-fn check_contraction_legs(c: &Ctx, spec: &ContractionSpec, tensors: &[TensorDesc]) -> Result<()> {
-    let mut first: Vec<Option<(String, Flow)>> = vec![None; spec.labels.len()];
+/// Every contracted index joins the same space with opposite flows (the one rule,
+/// [`check_contractible`]), named by the index.
+fn check_contraction_legs(
+    c: &Ctx,
+    spec: &ContractionSpec,
+    tensors: &[TensorDesc],
+    spaces: &HashMap<String, Arc<Space>>,
+) -> Result<()> {
+    let mut first: Vec<Option<(&str, Leg)>> = vec![None; spec.labels.len()];
     for o in &spec.operands {
-        let t = tensors
-            .iter()
-            .find(|t| t.name == o.name)
-            .expect("checked above");
+        let t = tensors.iter().find(|t| t.name == o.name).ok_or_else(|| {
+            c.err(
+                "contraction",
+                format!("operand `{}` is not in `tensors`", o.name),
+            )
+        })?;
         if t.legs.len() != o.indices.len() {
             return Err(c.err(
                 "contraction",
@@ -336,30 +353,28 @@ fn check_contraction_legs(c: &Ctx, spec: &ContractionSpec, tensors: &[TensorDesc
             ));
         }
         for (ix, (sp, fl)) in o.indices.iter().zip(&t.legs) {
-            let fl = if o.conj { fl.dual() } else { *fl };
+            let leg = Leg::new(&spaces[sp], *fl).as_used(o.conj);
             let lname = &spec.labels[ix.label];
             match &first[ix.label] {
-                None => first[ix.label] = Some((sp.clone(), fl)),
-                Some((s0, f0)) => {
-                    if s0 != sp {
-                        return Err(c.err(
-                            "contraction",
-                            format!("index `{lname}` joins space `{s0}` with space `{sp}`"),
-                        ));
-                    }
-                    if *f0 == fl {
-                        return Err(c.err(
-                            "contraction",
-                            format!(
-                                "index `{lname}` joins two `{f0:?}` legs; flows must be opposite"
-                            ),
-                        ));
-                    }
-                }
+                None => first[ix.label] = Some((sp.as_str(), leg)),
+                Some((s0, l0)) => check_contractible(
+                    l0,
+                    &leg,
+                    || format!("index `{lname}` (space `{s0}` with space `{sp}`)"),
+                    || "flows must be opposite".into(),
+                )
+                .map_err(|e| c.err("contraction", e.to_string()))?,
             }
         }
     }
     Ok(())
+}
+
+#[derive(Deserialize)]
+struct ExpectedJson {
+    norm: f64,
+    checksum: f64,
+    tenpy_ms_1thread: Option<f64>,
 }
 
 pub(super) fn load_expected(path: &Path) -> Result<HashMap<String, Expected>> {
@@ -369,22 +384,15 @@ pub(super) fn load_expected(path: &Path) -> Result<HashMap<String, Expected>> {
         reason: e.to_string(),
     })?;
     let c = Ctx { file: &file };
-    let root: Value = serde_json::from_str(&text).map_err(|e| c.err("(json)", e.to_string()))?;
-    let mut out = HashMap::new();
-    for (name, v) in c.obj(&root, "(root)")? {
-        let num = |k: &str| -> Result<f64> {
-            c.get(v, name, k)?
-                .as_f64()
-                .ok_or_else(|| c.err(&format!("{name}.{k}"), "expected a number"))
-        };
-        out.insert(
-            name.clone(),
-            Expected {
-                norm: num("norm")?,
-                checksum: num("checksum")?,
-                tenpy_ms_1thread: v.get("tenpy_ms_1thread").and_then(Value::as_f64),
-            },
-        );
-    }
-    Ok(out)
+    let m: BTreeMap<String, ExpectedJson> = c.deserialize(&text)?;
+    Ok(m.into_iter()
+        .map(|(name, e)| {
+            let x = Expected {
+                norm: e.norm,
+                checksum: e.checksum,
+                tenpy_ms_1thread: e.tenpy_ms_1thread,
+            };
+            (name, x)
+        })
+        .collect())
 }

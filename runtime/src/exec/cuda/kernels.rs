@@ -1,7 +1,7 @@
 //! The gather/scatter kernel (NVRTC source), its descriptors, and the GPU calibration.
 
 use super::CudaDevice;
-use crate::error::{Error, Result};
+use crate::error::{CudaError, Result};
 use crate::exec::device::Segment;
 use crate::plan::CostModel;
 use crate::view::MAX_RANK;
@@ -47,10 +47,13 @@ pub fn descriptors(segments: &[Segment]) -> Result<Vec<i64>> {
     let mut v = vec![0i64; segments.len() * DESC];
     for (i, s) in segments.iter().enumerate() {
         if s.dims.len() > MAX_RANK {
-            return Err(Error::Cuda(format!(
-                "segment of rank {} exceeds {MAX_RANK}",
-                s.dims.len()
-            )));
+            return Err(super::cuda_err(
+                "gather descriptors",
+                CudaError::Lowering(format!(
+                    "segment of rank {} exceeds {MAX_RANK}",
+                    s.dims.len()
+                )),
+            ));
         }
         let d = &mut v[i * DESC..(i + 1) * DESC];
         d[0] = s.src as i64;
@@ -72,7 +75,9 @@ pub fn descriptors(segments: &[Segment]) -> Result<Vec<i64>> {
 }
 
 fn gemm_time(dev: &CudaDevice, n: usize, reps: usize) -> Result<f64> {
-    let err = |e: &dyn std::fmt::Debug| Error::Cuda(format!("calibration: {e:?}"));
+    let err = |e: &dyn std::fmt::Debug| {
+        super::cuda_err("calibration", CudaError::Driver(format!("{e:?}")))
+    };
     let a = dev
         .stream()
         .alloc_zeros::<f64>(n * n)

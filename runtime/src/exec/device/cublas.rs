@@ -1,6 +1,6 @@
 //! The one row-major -> column-major adapter: cuBLAS arguments for a row-major product.
 
-use super::{GemmOp, Ptr, Trans};
+use super::{Accum, GemmOp, Ptr, Trans};
 use crate::view::MatShape;
 
 /// A row-major-strided matrix as cuBLAS sees it: `(op needed to get X^T, ld)` when the
@@ -32,7 +32,7 @@ pub fn cublas_form(
     c: (Ptr, MatShape),
     a: (Ptr, MatShape),
     b: (Ptr, MatShape),
-    accumulate: bool,
+    accum: Accum,
 ) -> Option<GemmOp> {
     let (cp, cs) = c;
     let (ap, ash) = a;
@@ -54,7 +54,7 @@ pub fn cublas_form(
             ldb: lda,
             c: cp,
             ldc: (cs.rs as usize).max(cs.n).max(1),
-            accumulate,
+            accum,
         })
     } else if cs.rs == 1 && cs.cs >= 0 {
         let (ta, lda) = form(&ash, false)?;
@@ -71,7 +71,7 @@ pub fn cublas_form(
             ldb,
             c: cp,
             ldc: (cs.cs as usize).max(cs.m).max(1),
-            accumulate,
+            accum,
         })
     } else {
         None

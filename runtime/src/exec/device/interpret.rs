@@ -1,7 +1,8 @@
 //! A CPU interpreter of the op list with cuBLAS's semantics: the test oracle of the lowering.
 
-use super::{Buf, GemmOp, Lowered, Op, Trans};
+use super::{Accum, Buf, GemmOp, Lowered, Op, Trans};
 use crate::plan::{Input, Plan};
+use crate::scalar::Conj;
 
 /// Runs a lowered plan on the CPU with cuBLAS's semantics (column-major, `op`, leading
 /// dimensions, batch strides, alpha/beta): the test oracle of the lowering.
@@ -13,9 +14,9 @@ pub fn interpret<T: crate::scalar::Scalar>(
 ) -> crate::error::Result<crate::block::DynTensor<T>> {
     plan.check_operands(ops)?;
     let Some(last) = plan.steps.last() else {
-        return Err(crate::error::Error::InvalidContraction(
-            "the plan has no pairwise step (a single operand): nothing to lower".into(),
-        ));
+        return Err(crate::error::Error::EmptyPlan {
+            executor: "device interpreter".into(),
+        });
     };
     let mut results: Vec<Vec<T>> = Vec::new();
     for so in &lowered.steps {
@@ -66,7 +67,7 @@ fn run_op<T: crate::scalar::Scalar>(op: &Op, bufs: &mut [Vec<T>; 6], alpha: T) {
             src,
             dst,
             segments,
-            accumulate,
+            accum,
             conj,
         } => {
             let s = bufs[slot(*src)].clone();
@@ -79,11 +80,11 @@ fn run_op<T: crate::scalar::Scalar>(op: &Op, bufs: &mut [Vec<T>; 6], alpha: T) {
                     |so, dof, n, ss, ds| {
                         for i in 0..n as isize {
                             let mut v = s[(seg.src as isize + so + i * ss) as usize];
-                            if *conj {
+                            if *conj == Conj::Yes {
                                 v = v.conj();
                             }
                             let x = &mut d[(seg.dst as isize + dof + i * ds) as usize];
-                            *x = if *accumulate { *x + v } else { v };
+                            *x = if *accum == Accum::Add { *x + v } else { v };
                         }
                     },
                 );
@@ -136,7 +137,7 @@ fn gemm_ref<T: crate::scalar::Scalar>(
                 acc += at(i, p) * bt(p, j);
             }
             let x = &mut c[g.c.offset + dc + i + j * g.ldc];
-            *x = if g.accumulate {
+            *x = if g.accum == Accum::Add {
                 *x + alpha * acc
             } else {
                 alpha * acc

@@ -1,20 +1,29 @@
 //! Lowering a plan's groups to device ops: the driver, concatenating groups and gathers.
 
 use super::cublas::{cublas_form, form};
-use super::{Buf, GemmOp, LowerOptions, Lowered, Op, Ptr, Segment, StepOps};
+use super::{Accum, Buf, GemmOp, LowerOptions, Lowered, Op, Ptr, Segment, StepOps};
 use crate::plan::{Access, Group, GroupKind, Input, Place, Plan, StepPlan};
 use crate::scalar::Conj;
+use crate::step::Side;
 use crate::view::{Layout, MatShape};
 
-/// A block's axes ordered rows then columns, as a segment into a row-major matrix of row
-/// stride `rs` at `at` (or out of it, when `reverse`).
+/// Which way a segment copies between a block and a row-major matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Direction {
+    /// Block -> matrix (packing an operand).
+    Gather,
+    /// Matrix -> block (scattering a result).
+    Scatter,
+}
+
+/// A block's axes ordered rows then columns, as a segment between the block and a row-major
+/// matrix of row stride `rs` at `at`.
 pub(super) fn block_segment(
     l: &Layout,
-    rows: &[usize],
-    cols: &[usize],
+    (rows, cols): (&[usize], &[usize]),
     rs: usize,
     at: usize,
-    reverse: bool,
+    dir: Direction,
 ) -> Segment {
     let axes: Vec<usize> = rows.iter().chain(cols).copied().collect();
     let p = l.permuted(&axes);
@@ -29,48 +38,50 @@ pub(super) fn block_segment(
         mat[j] = acc;
         acc *= p.dims[j] as isize;
     }
-    if reverse {
-        Segment {
+    match dir {
+        Direction::Scatter => Segment {
             src: at,
             dst: p.offset,
             dims: p.dims,
             src_strides: mat,
             dst_strides: p.strides,
-        }
-    } else {
-        Segment {
+        },
+        Direction::Gather => Segment {
             src: p.offset,
             dst: at,
             dims: p.dims,
             src_strides: p.strides,
             dst_strides: mat,
-        }
+        },
     }
 }
 
-/// One operand side of a group, for the lowering of its accesses.
-pub(super) struct Side<'a> {
+/// One operand of a step as the lowering sees it.
+pub(super) struct Operand<'a> {
+    /// The step's buffer holding it.
     pub(super) src: Buf,
-    pub(super) scratch: Buf,
-    pub(super) slot: usize,
-    pub(super) places: &'a [Place],
+    /// Scratch for its packed blocks, and that scratch's slot in `Lowerer::scratch`.
+    pub(super) scratch: (Buf, usize),
+    /// Matrix view of each block (None: its strides need a transpose).
     pub(super) mats: &'a [Option<MatShape>],
+    /// Layout of each block.
     pub(super) layouts: &'a [Layout],
-    pub(super) rows: &'a [usize],
-    pub(super) cols: &'a [usize],
+    /// Its axes that become the GEMM operand's rows and columns.
+    pub(super) axes: (&'a [usize], &'a [usize]),
+    /// Whether it is read conjugated (cuBLAS's real GEMMs cannot: packed, conjugating).
     pub(super) conj: Conj,
 }
 
 pub(super) struct Lowerer<'a> {
     pub(super) sp: &'a StepPlan,
-    pub(super) a_layouts: &'a [Layout],
-    pub(super) b_layouts: &'a [Layout],
+    /// Block layouts of the two operands, by [`Side::index`].
+    pub(super) layouts: [&'a [Layout]; 2],
     pub(super) ops: Vec<Op>,
     pub(super) scratch: [usize; 3],
     pub(super) grouped: bool,
 }
 
-/// Lowers every step of a plan. `a_layouts`/`b_layouts` of operands come from the tensors.
+/// Lowers every step of a plan. The operands' block layouts come from the tensors.
 pub fn lower(plan: &Plan, operand_layouts: &[Vec<Layout>]) -> Lowered {
     lower_with(plan, operand_layouts, LowerOptions::default())
 }
@@ -93,8 +104,7 @@ pub fn lower_with(plan: &Plan, operand_layouts: &[Vec<Layout>], options: LowerOp
         };
         let mut lw = Lowerer {
             sp: &st.plan,
-            a_layouts: layouts(st.left),
-            b_layouts: layouts(st.right),
+            layouts: [layouts(st.left), layouts(st.right)],
             ops: Vec::new(),
             scratch: [0; 3],
             grouped: options.grouped,
@@ -163,7 +173,24 @@ fn group_singles(sp: &StepPlan, ops: Vec<Op>, spans: &[std::ops::Range<usize>]) 
     out
 }
 
-impl Lowerer<'_> {
+impl<'a> Lowerer<'a> {
+    /// One operand of the step.
+    pub(super) fn operand(&self, side: Side) -> Operand<'a> {
+        let (src, scratch) = match side {
+            Side::A => (Buf::Left, (Buf::ScratchA, 0)),
+            Side::B => (Buf::Right, (Buf::ScratchB, 1)),
+        };
+        let geo = &self.sp.geometry;
+        Operand {
+            src,
+            scratch,
+            mats: &self.sp.operands[side.index()].mats,
+            layouts: self.layouts[side.index()],
+            axes: geo.mat_axes(side),
+            conj: geo.conj_of(side),
+        }
+    }
+
     fn group(&mut self, g: &Group) {
         match g.kind {
             GroupKind::Single | GroupKind::Batched => self.members(g),
@@ -172,134 +199,101 @@ impl Lowerer<'_> {
         }
     }
 
-    /// Gathers blocks into a scratch matrix (row-major, row stride `rs`); one kernel.
-    #[allow(clippy::too_many_arguments)]
+    /// One gather kernel: each `(at, block)` copied into a row-major matrix of row stride
+    /// `rs(block)` at `at` in the operand's scratch; grows that scratch to `len`.
     pub(super) fn gather(
         &mut self,
-        src: Buf,
-        dst: Buf,
+        op: &Operand<'_>,
         places: &[(usize, Place)],
-        layouts: &[Layout],
-        rows: &[usize],
-        cols: &[usize],
-        rs: usize,
-        conj: bool,
+        rs: impl Fn(&Layout) -> usize,
+        len: usize,
     ) {
         let segments = places
             .iter()
-            .map(|(base, p)| {
-                block_segment(
-                    &layouts[p.block as usize],
-                    rows,
-                    cols,
-                    rs,
-                    base + p.row * rs + p.col,
-                    false,
-                )
+            .map(|(at, p)| {
+                let l = &op.layouts[p.block as usize];
+                block_segment(l, op.axes, rs(l), *at, Direction::Gather)
             })
             .collect();
         self.ops.push(Op::Gather {
-            src,
-            dst,
+            src: op.src,
+            dst: op.scratch.0,
             segments,
-            accumulate: false,
-            conj,
+            accum: Accum::Replace,
+            conj: op.conj,
         });
+        self.scratch[op.scratch.1] = self.scratch[op.scratch.1].max(len);
     }
 
-    fn concat(&mut self, g: &Group) {
+    /// One scatter kernel: each `(at, block, rs)` of the output added from a row-major
+    /// matrix of row stride `rs` at `at` in the result scratch.
+    pub(super) fn scatter(&mut self, places: impl Iterator<Item = (usize, u32, usize)>) {
         let sp = self.sp;
-        let geo = &sp.geometry;
-        let (m, n, k) = (g.m, g.n, g.k);
-        let direct = |acc: &Access, buf: Buf, conj: Conj| match (acc, conj) {
-            (Access::Direct(s, base), Conj::No) => Some((Ptr { buf, offset: *base }, *s)),
-            _ => None,
-        };
-        let packed = |buf: Buf, r: usize, c: usize| {
-            (
-                Ptr { buf, offset: 0 },
-                MatShape {
-                    m: r,
-                    rs: c as isize,
-                    n: c,
-                    cs: 1,
-                },
-            )
-        };
-        let mut a = direct(&g.a_access, Buf::Left, geo.conj.0);
-        let mut b = direct(&g.b_access, Buf::Right, geo.conj.1);
-        let c = match g.c_access {
-            Access::Direct(s, base) => Some((
-                Ptr {
-                    buf: Buf::Out,
-                    offset: base,
-                },
-                s,
-            )),
-            Access::Packed => None,
-        };
-        // operands cuBLAS cannot address are packed
-        // (the scratch-output path needs the transposed form, so that is what is required)
-        a = a.filter(|(_, s)| form(s, true).is_some());
-        b = b.filter(|(_, s)| form(s, true).is_some());
-        let a = a.unwrap_or_else(|| {
-            let places: Vec<(usize, Place)> = g.a.iter().map(|p| (0, *p)).collect();
-            self.gather(
-                Buf::Left,
-                Buf::ScratchA,
-                &places,
-                self.a_layouts,
-                &geo.a_free,
-                &geo.a_contr,
-                k,
-                geo.conj.0 == Conj::Yes,
-            );
-            self.scratch[0] = self.scratch[0].max(m * k);
-            packed(Buf::ScratchA, m, k)
-        });
-        let b = b.unwrap_or_else(|| {
-            let places: Vec<(usize, Place)> = g.b.iter().map(|p| (0, *p)).collect();
-            self.gather(
-                Buf::Right,
-                Buf::ScratchB,
-                &places,
-                self.b_layouts,
-                &geo.b_contr,
-                &geo.b_free,
-                n,
-                geo.conj.1 == Conj::Yes,
-            );
-            self.scratch[1] = self.scratch[1].max(k * n);
-            packed(Buf::ScratchB, k, n)
-        });
-        if let Some(op) = c.and_then(|c| cublas_form(c, a, b, true)) {
-            self.ops.push(Op::Gemm(op));
-            return;
-        }
-        let cs = packed(Buf::ScratchC, m, n);
-        self.scratch[2] = self.scratch[2].max(m * n);
-        self.ops.push(Op::Gemm(
-            cublas_form(cs, a, b, false).expect("packed matrices are row-major"),
-        ));
-        let segments =
-            g.c.iter()
-                .map(|p| {
-                    block_segment(
-                        &sp.out_layouts[p.block as usize],
-                        &geo.c_rows,
-                        &geo.c_cols,
-                        n,
-                        p.row * n + p.col,
-                        true,
-                    )
-                })
-                .collect();
+        let axes = (sp.geometry.c_rows.as_slice(), sp.geometry.c_cols.as_slice());
+        let segments = places
+            .map(|(at, block, rs)| {
+                let l = &sp.out_layouts[block as usize];
+                block_segment(l, axes, rs, at, Direction::Scatter)
+            })
+            .collect();
         self.ops.push(Op::Gather {
             src: Buf::ScratchC,
             dst: Buf::Out,
             segments,
-            accumulate: true,
-            conj: false,
+            accum: Accum::Add,
+            conj: Conj::No,
         });
+    }
+
+    /// A concatenating group's operand: in place when cuBLAS can address it, else its blocks
+    /// gathered into one row-major `r x c` matrix.
+    fn concat_operand(&mut self, g: &Group, side: Side, (r, c): (usize, usize)) -> (Ptr, MatShape) {
+        let op = self.operand(side);
+        if let (Access::Direct(s, base), Conj::No) = (g.access(side), op.conj) {
+            // the scratch-output path needs the transposed form, so that is what is required
+            if form(s, true).is_some() {
+                let ptr = Ptr {
+                    buf: op.src,
+                    offset: *base,
+                };
+                return (ptr, *s);
+            }
+        }
+        let places: Vec<(usize, Place)> = g
+            .places(side)
+            .iter()
+            .map(|p| (p.row * c + p.col, *p))
+            .collect();
+        self.gather(&op, &places, |_| c, r * c);
+        let ptr = Ptr {
+            buf: op.scratch.0,
+            offset: 0,
+        };
+        (ptr, MatShape::row_major(r, c))
+    }
+
+    fn concat(&mut self, g: &Group) {
+        let (m, n, k) = (g.m, g.n, g.k);
+        let a = self.concat_operand(g, Side::A, (m, k));
+        let b = self.concat_operand(g, Side::B, (k, n));
+        if let Access::Direct(s, base) = g.c_access {
+            let c = Ptr {
+                buf: Buf::Out,
+                offset: base,
+            };
+            if let Some(op) = cublas_form((c, s), a, b, Accum::Add) {
+                self.ops.push(Op::Gemm(op));
+                return;
+            }
+        }
+        let cs = Ptr {
+            buf: Buf::ScratchC,
+            offset: 0,
+        };
+        self.scratch[2] = self.scratch[2].max(m * n);
+        let op = cublas_form((cs, MatShape::row_major(m, n)), a, b, Accum::Replace);
+        self.ops
+            .push(Op::Gemm(op.expect("packed matrices are row-major")));
+        self.scatter(g.c.iter().map(|p| (p.row * n + p.col, p.block, n)));
     }
 }

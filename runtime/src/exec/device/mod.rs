@@ -17,7 +17,10 @@ pub use cublas::cublas_form;
 pub use interpret::interpret;
 pub use lower::{lower, lower_with};
 
+pub use crate::kernel::Accum;
+
 use crate::plan::Input;
+use crate::scalar::Conj;
 
 /// A buffer of the lowered program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -94,8 +97,8 @@ pub struct GemmOp {
     pub c: Ptr,
     /// Its leading dimension.
     pub ldc: usize,
-    /// `beta = 1` (accumulate) or `beta = 0` (overwrite).
-    pub accumulate: bool,
+    /// `beta = 1` (`Add`) or `beta = 0` (`Replace`).
+    pub accum: Accum,
 }
 
 /// One device operation.
@@ -109,10 +112,10 @@ pub enum Op {
         dst: Buf,
         /// The copies.
         segments: Vec<Segment>,
-        /// `dst += src` instead of `dst = src`.
-        accumulate: bool,
+        /// `dst = src` (`Replace`) or `dst += src` (`Add`).
+        accum: Accum,
         /// Conjugate while copying.
-        conj: bool,
+        conj: Conj,
     },
     /// `cublas<t>gemm`.
     Gemm(GemmOp),
@@ -136,13 +139,6 @@ pub enum Op {
         /// Between C matrices.
         stride_c: usize,
     },
-}
-
-impl Op {
-    /// Device kernel launches of this op.
-    pub fn launches(&self) -> usize {
-        1
-    }
 }
 
 /// The ops of one pairwise step, and the scratch they need.
@@ -170,10 +166,7 @@ pub struct Lowered {
 impl Lowered {
     /// Kernel launches of one contraction (GEMMs and gather/scatter kernels).
     pub fn launches(&self) -> usize {
-        self.steps
-            .iter()
-            .map(|s| s.ops.iter().map(Op::launches).sum::<usize>())
-            .sum()
+        self.steps.iter().map(|s| s.ops.len()).sum()
     }
     /// GEMM launches (single, batched) of one contraction.
     pub fn gemm_launches(&self) -> usize {
