@@ -48,6 +48,7 @@ fn main() {
             unsafe {
                 tiny_gemm(
                     RawMatMut::new(c.as_mut_ptr(), sh(m, n)),
+                    Accum::Add,
                     RawMat::new(std::hint::black_box(a.as_ptr()), sh(m, k)),
                     RawMat::new(b.as_ptr(), sh(k, n)),
                     1.0,

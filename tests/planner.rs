@@ -508,3 +508,52 @@ fn grouped_calls_never_write_one_block_twice() {
     let counts = run_forced(&spec, &[&a, &b], &PlanOptions::only(GroupKind::Grouped));
     assert!(counts[GroupKind::Grouped as usize] >= 1);
 }
+
+#[test]
+fn buffers_reused_across_calls_give_the_same_results() {
+    // intermediates come from the plan's pool and are overwritten, never zero-filled: repeated
+    // calls, interleaved with operands of another structure, must give identical results
+    let (_, v, p) = spaces();
+    let mut rng = common::Rng(5);
+    let mk = |rng: &mut common::Rng, legs: Vec<Leg>| common::tensor::<f64>(rng, legs, true);
+    let l = mk(&mut rng, vec![Leg::out(&v), Leg::inc(&v), Leg::inc(&v)]);
+    let psi = mk(&mut rng, vec![Leg::out(&v), Leg::out(&p), Leg::inc(&v)]);
+    let w = mk(
+        &mut rng,
+        vec![Leg::out(&v), Leg::inc(&v), Leg::out(&p), Leg::inc(&p)],
+    );
+    let r = mk(&mut rng, vec![Leg::out(&v), Leg::out(&v), Leg::inc(&v)]);
+    let other = psi.relayout(&[2, 1, 0]).unwrap();
+    let mut spec =
+        ContractionSpec::parse("Y[a,s,b] = L[a,w,x] * P[x,t,y] * W[w,v,s,t] * R[y,v,b]").unwrap();
+    spec.tree = Some(Tree::Node(
+        Box::new(Tree::Node(
+            Box::new(Tree::Node(Box::new(Tree::Leaf(0)), Box::new(Tree::Leaf(1)))),
+            Box::new(Tree::Leaf(2)),
+        )),
+        Box::new(Tree::Leaf(3)),
+    ));
+    let (want, _) = contract_dyn(&spec, &[&l, &psi, &w, &r], 1.0, Executor::Dense).unwrap();
+    let cache = PlanCache::new();
+    let fp = blockcontract::plan::cache::spec_fingerprint(&spec);
+    let opts = PlanOptions::default();
+    let mut first: Option<Vec<f64>> = None;
+    for i in 0..6 {
+        let x = if i % 2 == 0 { &psi } else { &other };
+        let ops = [&l, x, &w, &r];
+        let plan = cache.get_or_plan(&spec, fp, &ops, &opts).unwrap();
+        let (got, _, _) = execute(&plan, &ops, 1.0, 1 + i % 2, None).unwrap();
+        assert!(
+            common::rel_diff(&got.to_dense(), &want.to_dense()) < 1e-12,
+            "call {i}"
+        );
+        if i % 2 == 0 {
+            let d = got.to_dense().iter().copied().collect::<Vec<f64>>();
+            match &first {
+                None => first = Some(d),
+                Some(f) => assert_eq!(f, &d, "call {i} differs from the first"),
+            }
+        }
+    }
+    assert_eq!(cache.misses(), 2);
+}

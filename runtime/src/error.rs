@@ -202,6 +202,14 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A stored calibration that cannot be used (corrupt, another format, another machine).
+    #[error("calibration file {path}: {reason}")]
+    Calibration {
+        /// The file.
+        path: String,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// An I/O error, with the path.
     #[error("cannot read {path}: {reason}")]
     Io {

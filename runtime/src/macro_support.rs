@@ -3,15 +3,16 @@
 
 use crate::block::{DynTensor, Tensor};
 use crate::error::Result;
-use crate::exec::contract_planned;
+use crate::exec::{contract_planned, execute_into};
 use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
-use crate::plan::{PlanCache, PlanOptions};
+use crate::plan::{CacheStats, PlanCache, PlanOptions};
 use crate::scalar::{Conj, Scalar};
 use crate::spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 use crate::symmetry::Flow;
 use num_complex::Complex64;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 pub use crate::spec::Assign as AssignKind;
 pub use crate::symmetry::Flow as FlowKind;
@@ -20,6 +21,47 @@ pub use crate::symmetry::Flow as FlowKind;
 pub struct CallSite {
     spec: OnceLock<(ContractionSpec, u64)>,
     plans: PlanCache,
+    registered: std::sync::Once,
+}
+
+/// Every call site that has run, so that their plan caches can be reached (`plan_caches`).
+static SITES: Mutex<Vec<&'static CallSite>> = Mutex::new(Vec::new());
+/// The capacity new call-site caches get (`set_plan_cache_capacity`).
+static CAPACITY: AtomicUsize = AtomicUsize::new(crate::plan::cache::DEFAULT_CAPACITY);
+
+fn sites() -> std::sync::MutexGuard<'static, Vec<&'static CallSite>> {
+    SITES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Counters and sizes of every `contract!` call site's plan cache, summed.
+pub fn plan_caches() -> CacheStats {
+    let mut s = CacheStats::default();
+    for site in sites().iter() {
+        s.add(&site.plans.stats());
+    }
+    s
+}
+
+/// Drops every plan of every `contract!` call site (counters kept).
+pub fn clear_plan_caches() {
+    for site in sites().iter() {
+        site.plans.clear();
+    }
+}
+
+/// Sets the capacity (bytes of plans) of every `contract!` call site's cache, now and for
+/// call sites that run later.
+pub fn set_plan_cache_capacity(bytes: usize) {
+    CAPACITY.store(bytes, Ordering::Relaxed);
+    for site in sites().iter() {
+        site.plans.set_capacity(bytes);
+    }
+}
+
+/// The options `contract!` plans with (every kind, this machine's stored cost model).
+fn default_options() -> PlanOptions {
+    static OPTS: OnceLock<PlanOptions> = OnceLock::new();
+    *OPTS.get_or_init(PlanOptions::default)
 }
 
 impl CallSite {
@@ -28,6 +70,7 @@ impl CallSite {
         CallSite {
             spec: OnceLock::new(),
             plans: PlanCache::new(),
+            registered: std::sync::Once::new(),
         }
     }
     /// The spec, built on first use.
@@ -45,24 +88,28 @@ impl CallSite {
     pub fn plans(&self) -> &PlanCache {
         &self.plans
     }
+    fn register(&'static self) {
+        self.registered.call_once(|| {
+            self.plans.set_capacity(CAPACITY.load(Ordering::Relaxed));
+            sites().push(self);
+        });
+    }
+    fn spec_fp(&self, spec: &ContractionSpec) -> u64 {
+        self.spec
+            .get()
+            .map_or_else(|| spec_fingerprint(spec), |s| s.1)
+    }
     fn run<T: Scalar>(
-        &self,
+        &'static self,
         spec: &ContractionSpec,
         ops: &[&DynTensor<T>],
         alpha: T,
     ) -> Result<DynTensor<T>> {
-        let fp = self
-            .spec
-            .get()
-            .map_or_else(|| spec_fingerprint(spec), |s| s.1);
+        self.register();
+        let fp = self.spec_fp(spec);
         let (t, _, _) = contract_planned(spec, fp, ops, alpha, &self.plans, &default_options(), 1)?;
         Ok(t)
     }
-}
-
-fn default_options() -> PlanOptions {
-    static OPTS: OnceLock<PlanOptions> = OnceLock::new();
-    *OPTS.get_or_init(PlanOptions::default)
 }
 
 impl Default for CallSite {
@@ -210,7 +257,7 @@ pub fn scalar_for<X: Operand + ?Sized, S: ScalarArg<X::Elem>>(_x: &X, s: S) -> X
 
 /// `:=`: a new tensor of rank `N`.
 pub fn contract_new<T: Scalar, const N: usize>(
-    site: &CallSite,
+    site: &'static CallSite,
     spec: &ContractionSpec,
     ops: &[&DynTensor<T>],
     alpha: T,
@@ -247,23 +294,37 @@ impl<T: Scalar, X: Target<Elem = T> + ?Sized> Target for &mut X {
     }
 }
 
-/// `=` (overwrite) or `+=` (accumulate) into `target`.
+/// `=` (overwrite) or `+=` (accumulate) into `target`: in place (the last step's GEMMs write
+/// into the target's buffer, BLAS beta 0 or 1) when the target stores every block the
+/// result has; else the result is made and written in, the target growing the blocks it
+/// lacks. The target is untouched when its legs or charge do not match.
 pub fn contract_into<X: Target + ?Sized>(
-    site: &CallSite,
+    site: &'static CallSite,
     spec: &ContractionSpec,
     target: &mut X,
     ops: &[&DynTensor<X::Elem>],
     alpha: X::Elem,
 ) -> Result<()> {
-    let t = site.run(spec, ops, alpha)?;
-    let accum = match spec.assign {
-        Assign::Accumulate => Accum::Add,
-        Assign::New | Assign::Overwrite => Accum::Replace,
-    };
+    site.register();
     let names: Vec<String> = spec
         .output
         .iter()
         .map(|i| spec.labels[i.label].clone())
         .collect();
-    target.target_mut().write_from(&t, accum, &names)
+    let accum = match spec.assign {
+        Assign::Accumulate => Accum::Add,
+        Assign::New | Assign::Overwrite => Accum::Replace,
+    };
+    let t = target.target_mut();
+    let fp = site.spec_fp(spec);
+    if let Some(plan) = site
+        .plans
+        .get_or_plan_into(spec, fp, ops, t, &default_options())?
+    {
+        t.check_same_legs(&plan.output_skeleton::<X::Elem>()?, &names)?;
+        execute_into(&plan, ops, alpha, 1, t, accum)?;
+        return Ok(());
+    }
+    let r = site.run(spec, ops, alpha)?;
+    t.write_from(&r, accum, &names)
 }

@@ -331,6 +331,14 @@ impl<T: Scalar> DynTensor<T> {
         }
     }
 
+    /// Takes the buffer out (to be written through raw pointers, then restored).
+    pub(crate) fn take_data(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.data)
+    }
+    /// Puts back a buffer taken by [`Self::take_data`] (same length).
+    pub(crate) fn restore_data(&mut self, data: Vec<T>) {
+        self.data = data;
+    }
     /// Gives up the buffer (for reuse).
     pub(crate) fn into_data(self) -> Vec<T> {
         self.data

@@ -2,11 +2,11 @@
 //! tiny-GEMM kernel, packing where the plan says so, with rayon across hazard-free components.
 
 use crate::block::DynTensor;
-use crate::kernel::{gemm, tiny_gemm, tiny_wins, Accum, RawMat, RawMatMut};
+use crate::kernel::{gemm_par, tiny_gemm, tiny_wins, Accum, Par, RawMat, RawMatMut};
 use crate::plan::{Access, Group, GroupKind, KernelCounts, OperandPlan, Place, StepPlan};
 use crate::scalar::Scalar;
 use crate::step::{Geometry, Side};
-use crate::view::{strided_copy, CopyMode, Layout, MatShape, MAX_RANK};
+use crate::view::{for_each_pair, strided_copy, CopyMode, Layout, MatShape, MAX_RANK};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -45,39 +45,101 @@ fn pool(threads: usize) -> Option<Arc<rayon::ThreadPool>> {
     Some(p)
 }
 
-/// Runs one planned step into `data` (reused; zeroed and sized here), every group executed.
-/// With `times`, each group's wall time is recorded (sequentially) for `explain`.
+/// How a step uses its threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Split {
+    /// One thread.
+    Sequential,
+    /// Hazard-free components on the pool's threads.
+    Components,
+    /// Groups in order, each large GEMM split over the threads by faer.
+    Gemms(usize),
+}
+
+/// Threads pay only on enough work: across components when none dominates, else inside the
+/// large GEMMs (faer splits GEMMs well only when every dimension is large).
+fn split(sp: &StepPlan, threads: usize) -> Split {
+    let total: f64 = sp.groups.iter().map(|g| g.predicted_s).sum();
+    if threads < 2 || total < 100e-6 {
+        return Split::Sequential;
+    }
+    let largest = sp
+        .components
+        .iter()
+        .map(|c| {
+            c.iter()
+                .map(|&g| sp.groups[g as usize].predicted_s)
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max);
+    if sp.components.len() > 1 && largest < 0.6 * total {
+        Split::Components
+    } else if sp.groups.iter().any(|g| big_gemm(g.m, g.n, g.k)) {
+        Split::Gemms(threads)
+    } else {
+        Split::Sequential
+    }
+}
+
+/// A GEMM that faer runs faster on several threads (measured: not for thin or small ones).
+fn big_gemm(m: usize, n: usize, k: usize) -> bool {
+    m.min(n).min(k) >= 96 && m * n * k >= 1 << 21
+}
+
+/// Runs one planned step into `out` (`out_len` elements). With `Accum::Replace` the output
+/// is overwritten: each block's first writer overwrites it (BLAS beta = 0) and the plan's
+/// `zero_blocks` are zeroed, so no other element is read before it is written; with
+/// `Accum::Add` every write adds into `out`. With `times`, each group's wall time is
+/// recorded (sequentially) for `explain`.
+#[allow(clippy::too_many_arguments)]
 pub fn run_step<T: Scalar>(
     sp: &StepPlan,
     a: &DynTensor<T>,
     b: &DynTensor<T>,
     alpha: T,
     threads: usize,
-    mut data: Vec<T>,
+    out: &mut [T],
+    accum: Accum,
     mut times: Option<&mut Vec<f64>>,
-) -> (DynTensor<T>, KernelCounts) {
+) -> KernelCounts {
     let g = &sp.geometry;
-    data.clear();
-    data.resize(sp.out_len, T::zero());
-    let out = SharedMut(data.as_mut_ptr());
+    assert!(
+        out.len() >= sp.out_len,
+        "output buffer shorter than the plan's output"
+    );
+    if accum == Accum::Replace {
+        for &bi in &sp.zero_blocks {
+            fill_block(out, &sp.out_layouts[bi as usize], T::zero());
+        }
+    }
+    let out = SharedMut(out.as_mut_ptr());
     let mut counts = KernelCounts::default();
     for gr in &sp.groups {
         counts.by_kind[gr.kind as usize] += gr.kernel_calls();
         counts.pairs += gr.pairs.len();
     }
+    let how = if times.is_some() {
+        Split::Sequential
+    } else {
+        split(sp, threads)
+    };
     let ctx = Ctx {
         sp,
         ops: [a, b],
         alpha,
+        accum,
+        par: match how {
+            Split::Gemms(n) => Par::Threads(n),
+            _ => Par::Seq,
+        },
         cache: [
             fill_cache(a, sp.operand(Side::A), g, Side::A),
             fill_cache(b, sp.operand(Side::B), g, Side::B),
         ],
     };
-    let parallel = if threads > 1 && sp.components.len() > 1 && times.is_none() {
-        pool(threads)
-    } else {
-        None
+    let parallel = match how {
+        Split::Components => pool(threads),
+        _ => None,
     };
     if let Some(pool) = parallel {
         pool.install(|| {
@@ -92,23 +154,44 @@ pub fn run_step<T: Scalar>(
         });
     } else {
         let mut scratch = Vec::with_capacity(sp.scratch_elems);
-        for gr in &sp.groups {
-            let t0 = Instant::now();
-            // SAFETY: `out` holds `out_len` elements and no other thread writes it.
-            unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
-            if let Some(t) = times.as_deref_mut() {
-                t.push(t0.elapsed().as_secs_f64());
+        let mut run = || {
+            for gr in &sp.groups {
+                let t0 = Instant::now();
+                // SAFETY: `out` holds `out_len` elements and no other thread writes it.
+                unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
+                if let Some(t) = times.as_deref_mut() {
+                    t.push(t0.elapsed().as_secs_f64());
+                }
             }
+        };
+        match (how, pool(threads)) {
+            (Split::Gemms(_), Some(p)) => p.install(run),
+            _ => run(),
         }
     }
-    let t = DynTensor::from_shared(
-        g.out_legs.clone(),
-        g.symmetry.clone(),
-        g.out_charge.clone(),
-        sp.out_index.clone(),
-        data,
+    counts
+}
+
+/// Sets every element of one block.
+fn fill_block<T: Scalar>(data: &mut [T], l: &Layout, v: T) {
+    if l.is_empty() {
+        return;
+    }
+    if l.is_row_major() {
+        data[l.offset..l.offset + l.len()].fill(v);
+        return;
+    }
+    let zero = [0isize; MAX_RANK];
+    for_each_pair(
+        &l.dims,
+        &l.strides,
+        &zero[..l.dims.len()],
+        |o, _, n, st, _| {
+            for i in 0..n as isize {
+                data[(l.offset as isize + o + i * st) as usize] = v;
+            }
+        },
     );
-    (t, counts)
 }
 
 struct Ctx<'a, T> {
@@ -117,6 +200,10 @@ struct Ctx<'a, T> {
     /// be both).
     ops: [&'a DynTensor<T>; 2],
     alpha: T,
+    /// `Replace`: each block's first writer overwrites it; `Add`: every write adds.
+    accum: Accum,
+    /// Threads inside one large GEMM.
+    par: Par,
     /// Transposed copies of the operand blocks the plan caches, per side.
     cache: [Vec<T>; 2],
 }
@@ -209,19 +296,24 @@ unsafe fn gather<T: Scalar>(
     };
 }
 
-/// Adds a sub-matrix at `src` (row stride `rs`) into a block of the output.
+/// Writes (`Accum::Replace`) or adds (`Accum::Add`) a sub-matrix at `src` (row stride `rs`)
+/// into a block of the output.
 ///
 /// # Safety
 /// `dst` is the output buffer; `src` must hold the block's sub-matrix.
-unsafe fn scatter_add<T: Scalar>(
+unsafe fn scatter<T: Scalar>(
     src: *const T,
     rs: isize,
     l: &Layout,
-    rows: &[usize],
-    cols: &[usize],
+    (rows, cols): (&[usize], &[usize]),
     dst: *mut T,
+    accum: Accum,
 ) {
     let (n, dims, own, mat) = matrix_axes(l, rows, cols, rs);
+    let mode = match accum {
+        Accum::Replace => CopyMode::Set,
+        Accum::Add => CopyMode::AddScaled(T::one()),
+    };
     // SAFETY: forwarded from the caller.
     unsafe {
         strided_copy(
@@ -230,7 +322,7 @@ unsafe fn scatter_add<T: Scalar>(
             &mat[..n],
             dst.add(l.offset),
             &own[..n],
-            CopyMode::AddScaled(T::one()),
+            mode,
         )
     };
 }
@@ -278,17 +370,46 @@ impl<T: Scalar> Ctx<'_, T> {
         RawMat::new(buf as *const T, shape).with_conj(conj)
     }
 
+    /// How a write to an output block goes: overwrite when it is the block's first write and
+    /// the step overwrites its output, else add.
+    fn accum_of(&self, first: bool) -> Accum {
+        if first && self.accum == Accum::Replace {
+            Accum::Replace
+        } else {
+            Accum::Add
+        }
+    }
+
+    /// One GEMM, on the step's threads when it is large enough to gain.
+    ///
+    /// # Safety
+    /// As [`gemm`].
+    unsafe fn gemm(&self, c: RawMatMut<T>, accum: Accum, a: RawMat<T>, b: RawMat<T>) {
+        let (m, n, k) = (c.shape.m, c.shape.n, a.shape.n);
+        let par = if big_gemm(m, n, k) {
+            self.par
+        } else {
+            Par::Seq
+        };
+        // SAFETY: forwarded from the caller.
+        unsafe { gemm_par(c, accum, a, b, self.alpha, par) }
+    }
+
     /// Single, batched and grouped groups: one GEMM (or tiny kernel) per member.
     unsafe fn run_members(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
         let sp = self.sp;
         let g = &sp.geometry;
         let (m, n, k) = (gr.m, gr.n, gr.k);
-        scratch.clear();
-        scratch.resize(m * k + k * n + m * n, T::zero());
+        // every scratch element used is written before it is read: no zeroing
+        let need = m * k + k * n + m * n;
+        if scratch.len() < need {
+            scratch.resize(need, T::zero());
+        }
         let (sa, rest) = scratch.split_at_mut(m * k);
         let (sb, sc) = rest.split_at_mut(k * n);
         let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
-        for (((pa, pb), pc), &pi) in gr.a.iter().zip(&gr.b).zip(&gr.c).zip(&gr.pairs) {
+        let members = gr.a.iter().zip(&gr.b).zip(&gr.c).zip(&gr.c_first);
+        for ((((pa, pb), pc), &first), &pi) in members.zip(&gr.pairs) {
             // each member's own shape (grouped members differ; the scratch fits the largest)
             let (m, n) = (sp.pairs[pi as usize].m, sp.pairs[pi as usize].n);
             // SAFETY: block offsets and views come from the operands' own layouts; the
@@ -297,21 +418,28 @@ impl<T: Scalar> Ctx<'_, T> {
                 let am = self.member_operand(Side::A, pa, sa.as_mut_ptr());
                 let bm = self.member_operand(Side::B, pb, sb.as_mut_ptr());
                 let cl = &sp.out_layouts[pc.block as usize];
-                let (cm, direct) = match sp.c_mats[pc.block as usize] {
-                    Some(s) => (RawMatMut::new(out.add(cl.offset), s), true),
+                let (cm, accum) = match sp.c_mats[pc.block as usize] {
+                    Some(s) => (RawMatMut::new(out.add(cl.offset), s), self.accum_of(first)),
                     None => {
-                        sc[..m * n].iter_mut().for_each(|x| *x = T::zero());
                         let s = MatShape::row_major(m, n);
-                        (RawMatMut::new(sc.as_mut_ptr(), s), false)
+                        (RawMatMut::new(sc.as_mut_ptr(), s), Accum::Replace)
                     }
                 };
                 if tiny {
-                    tiny_gemm(cm, am, bm, self.alpha);
+                    tiny_gemm(cm, accum, am, bm, self.alpha);
                 } else {
-                    gemm(cm, Accum::Add, am, bm, self.alpha);
+                    self.gemm(cm, accum, am, bm);
                 }
-                if !direct {
-                    scatter_add(sc.as_ptr(), n as isize, cl, &g.c_rows, &g.c_cols, out);
+                if sp.c_mats[pc.block as usize].is_none() {
+                    let mode = self.accum_of(first);
+                    scatter(
+                        sc.as_ptr(),
+                        n as isize,
+                        cl,
+                        (&g.c_rows, &g.c_cols),
+                        out,
+                        mode,
+                    );
                 }
             }
         }
@@ -360,8 +488,10 @@ impl<T: Scalar> Ctx<'_, T> {
             need(&gr.b_access, k * n),
             need(&gr.c_access, m * n),
         );
-        scratch.clear();
-        scratch.resize(la + lb + lc, T::zero());
+        // packed operands tile their matrices and packed results are overwritten: no zeroing
+        if scratch.len() < la + lb + lc {
+            scratch.resize(la + lb + lc, T::zero());
+        }
         let (sa, rest) = scratch.split_at_mut(la);
         let (sb, sc) = rest.split_at_mut(lb);
         // SAFETY: places lie inside the group's matrices; blocks inside their buffers.
@@ -369,20 +499,20 @@ impl<T: Scalar> Ctx<'_, T> {
             let am = self.concat_operand(gr, Side::A, (m, k), sa);
             let bm = self.concat_operand(gr, Side::B, (k, n), sb);
             match gr.c_access {
-                Access::Direct(s, base) => gemm(
-                    RawMatMut::new(out.add(base), s),
-                    Accum::Add,
-                    am,
-                    bm,
-                    self.alpha,
-                ),
+                Access::Direct(s, base) => {
+                    // a direct group's first writes are all of its blocks or none (planned so)
+                    let first = gr.c_first.iter().all(|&f| f);
+                    let cm = RawMatMut::new(out.add(base), s);
+                    self.gemm(cm, self.accum_of(first), am, bm)
+                }
                 Access::Packed => {
                     let cm = RawMatMut::new(sc.as_mut_ptr(), MatShape::row_major(m, n));
-                    gemm(cm, Accum::Replace, am, bm, self.alpha);
-                    for p in &gr.c {
+                    self.gemm(cm, Accum::Replace, am, bm);
+                    for (p, &first) in gr.c.iter().zip(&gr.c_first) {
                         let src = sc.as_ptr().add(p.row * n + p.col);
                         let l = &self.sp.out_layouts[p.block as usize];
-                        scatter_add(src, n as isize, l, &g.c_rows, &g.c_cols, out);
+                        let axes = (g.c_rows.as_slice(), g.c_cols.as_slice());
+                        scatter(src, n as isize, l, axes, out, self.accum_of(first));
                     }
                 }
             }

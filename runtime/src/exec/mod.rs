@@ -17,6 +17,7 @@ pub use cpu::run_step;
 
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
+use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{Input, KernelCounts, Plan, PlanCache, PlanOptions};
 use crate::scalar::Scalar;
@@ -135,14 +136,14 @@ pub fn contract_dyn<T: Scalar>(
 }
 
 /// Runs a plan on operands of the structure it was planned for (checked: anything else is an
-/// error).
-/// `times`, when given, receives each group's wall time per step (sequential execution).
+/// error) into a new tensor. `times`, when given, receives each group's wall time per step
+/// (sequential execution).
 pub fn execute<T: Scalar>(
     plan: &Plan,
     ops: &[&DynTensor<T>],
     alpha: T,
     threads: usize,
-    mut times: Option<&mut Vec<Vec<f64>>>,
+    times: Option<&mut Vec<Vec<f64>>>,
 ) -> Result<(DynTensor<T>, RunStats, KernelCounts)> {
     plan.check_operands(ops)?;
     if let Some((perm, conj)) = &plan.finish {
@@ -152,45 +153,106 @@ pub fn execute<T: Scalar>(
             KernelCounts::default(),
         ));
     }
+    let last = plan.steps.len() - 1;
+    // calloc'd: fresh pages come zeroed from the OS, so this costs no memset
+    let mut out = vec![T::zero(); plan.steps[last].plan.out_len];
+    let (stats, counts) = run_steps(plan, ops, alpha, threads, &mut out, Accum::Replace, times)?;
+    let g = &plan.steps[last].plan.geometry;
+    let t = DynTensor::from_shared(
+        g.out_legs.clone(),
+        g.symmetry.clone(),
+        g.out_charge.clone(),
+        plan.steps[last].plan.out_index.clone(),
+        out,
+    );
+    Ok((t, stats, counts))
+}
+
+/// Runs a plan made by [`crate::plan::build_plan_into`] for `target`'s structure, writing in
+/// place: `target = alpha * result` (`Accum::Replace`) or `target += alpha * result`
+/// (`Accum::Add`). No buffer is allocated for the result.
+pub fn execute_into<T: Scalar>(
+    plan: &Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    target: &mut DynTensor<T>,
+    accum: Accum,
+) -> Result<(RunStats, KernelCounts)> {
+    plan.check_operands(ops)?;
+    if plan.output_fp != Some(target.structure_fingerprint()) || plan.steps.is_empty() {
+        return Err(Error::PlanMismatch { operand: ops.len() });
+    }
+    let mut data = target.take_data();
+    let r = run_steps(plan, ops, alpha, threads, &mut data, accum, None);
+    target.restore_data(data);
+    r
+}
+
+/// The steps of a plan; the last writes into `out` with `accum`.
+fn run_steps<T: Scalar>(
+    plan: &Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    out: &mut [T],
+    accum: Accum,
+    mut times: Option<&mut Vec<Vec<f64>>>,
+) -> Result<(RunStats, KernelCounts)> {
     let mut results: Vec<Option<DynTensor<T>>> = (0..plan.steps.len()).map(|_| None).collect();
     let mut stats = RunStats::default();
     let mut counts = KernelCounts::default();
     let last = plan.steps.len() - 1;
     for (i, st) in plan.steps.iter().enumerate() {
-        let take = |inp: Input, results: &mut Vec<Option<DynTensor<T>>>| -> Option<DynTensor<T>> {
-            match inp {
-                Input::Step(j) => results[j].take(),
-                Input::Operand(_) => None,
+        let mut owned = [st.left, st.right].map(|inp| match inp {
+            Input::Step(j) => results[j].take(),
+            Input::Operand(_) => None,
+        });
+        let pick = |inp: Input, owned: &Option<DynTensor<T>>| -> Result<*const DynTensor<T>> {
+            match (inp, owned) {
+                (Input::Operand(k), _) => Ok(ops[k] as *const DynTensor<T>),
+                (Input::Step(_), Some(t)) => Ok(t as *const DynTensor<T>),
+                (Input::Step(j), None) => Err(Error::InvalidSpec {
+                    reason: format!("step {i} uses step {j}'s result twice"),
+                }),
             }
         };
-        let lo = take(st.left, &mut results);
-        let ro = take(st.right, &mut results);
-        let pick = |inp: Input, owned: &'_ Option<DynTensor<T>>| -> *const DynTensor<T> {
-            match inp {
-                Input::Operand(k) => ops[k],
-                Input::Step(_) => owned.as_ref().expect("an earlier step's result"),
-            }
-        };
-        let step_alpha = if i == last { alpha } else { T::one() };
-        let buf = if i == last {
-            Vec::new()
-        } else {
-            plan.pool.take::<T>(st.plan.out_len)
-        };
+        let (pa, pb) = (pick(st.left, &owned[0])?, pick(st.right, &owned[1])?);
+        // SAFETY: the pointers refer to `ops` or to `owned`, which live until after the step.
+        let (a, b) = unsafe { (&*pa, &*pb) };
         let mut t = Vec::new();
-        // SAFETY: the pointers refer to `ops` or to `lo`/`ro`, which live until after the step.
-        let (a, b) = unsafe { (&*pick(st.left, &lo), &*pick(st.right, &ro)) };
-        let (out, c) = run_step(
-            &st.plan,
-            a,
-            b,
-            step_alpha,
-            threads,
-            buf,
-            times.is_some().then_some(&mut t),
-        );
-        for owned in [lo, ro].into_iter().flatten() {
-            plan.pool.give(owned.into_data());
+        let timing = times.is_some().then_some(&mut t);
+        let c = if i == last {
+            run_step(&st.plan, a, b, alpha, threads, out, accum, timing)
+        } else {
+            let mut buf = plan.pool.take::<T>(st.plan.out_len);
+            // a reused buffer keeps its old values: the step overwrites what it reads
+            if buf.len() < st.plan.out_len {
+                buf.resize(st.plan.out_len, T::zero());
+            }
+            buf.truncate(st.plan.out_len);
+            let c = run_step(
+                &st.plan,
+                a,
+                b,
+                T::one(),
+                threads,
+                &mut buf,
+                Accum::Replace,
+                timing,
+            );
+            let g = &st.plan.geometry;
+            results[i] = Some(DynTensor::from_shared(
+                g.out_legs.clone(),
+                g.symmetry.clone(),
+                g.out_charge.clone(),
+                st.plan.out_index.clone(),
+                buf,
+            ));
+            c
+        };
+        for o in owned.iter_mut().filter_map(Option::take) {
+            plan.pool.give(o.into_data());
         }
         if let Some(ts) = times.as_deref_mut() {
             ts.push(t);
@@ -202,8 +264,6 @@ pub fn execute<T: Scalar>(
             transposes: 0,
         });
         counts.add(&c);
-        results[i] = Some(out);
     }
-    let out = results[last].take().expect("the last step's result");
-    Ok((out, stats, counts))
+    Ok((stats, counts))
 }

@@ -1,16 +1,32 @@
 //! The one adapter to faer's GEMM: our raw views and BLAS's alpha/beta in, one sequential
 //! faer call out.
 
-use super::{Accum, RawMat, RawMatMut};
+use super::{Accum, Par, RawMat, RawMatMut};
 use crate::scalar::Scalar;
 use faer::linalg::matmul::matmul_with_conj;
-use faer::{MatMut, MatRef, Par};
+use faer::{MatMut, MatRef};
 
 /// `C = alpha op(A) op(B)` or `C += alpha op(A) op(B)`: one faer call, sequential.
 ///
 /// # Safety
 /// The three views must lie inside live buffers; `c` must not alias `a` or `b`.
 pub unsafe fn gemm<T: Scalar>(c: RawMatMut<T>, accum: Accum, a: RawMat<T>, b: RawMat<T>, alpha: T) {
+    // SAFETY: forwarded from the caller.
+    unsafe { gemm_par(c, accum, a, b, alpha, Par::Seq) }
+}
+
+/// [`gemm`] on `par` threads (faer's own split; call it inside a rayon pool of that size).
+///
+/// # Safety
+/// As [`gemm`].
+pub unsafe fn gemm_par<T: Scalar>(
+    c: RawMatMut<T>,
+    accum: Accum,
+    a: RawMat<T>,
+    b: RawMat<T>,
+    alpha: T,
+    par: Par,
+) {
     let (cs, ash, bsh) = (c.shape, a.shape, b.shape);
     // SAFETY: forwarded from the caller.
     unsafe {
@@ -29,7 +45,10 @@ pub unsafe fn gemm<T: Scalar>(c: RawMatMut<T>, accum: Accum, a: RawMat<T>, b: Ra
             bm,
             b.conj.faer(),
             alpha,
-            Par::Seq,
+            match par {
+                Par::Seq => faer::Par::Seq,
+                Par::Threads(n) => faer::Par::rayon(n),
+            },
         );
     }
 }

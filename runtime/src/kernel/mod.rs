@@ -5,7 +5,7 @@
 mod faer_adapter;
 mod tiny;
 
-pub use faer_adapter::gemm;
+pub use faer_adapter::{gemm, gemm_par};
 pub use tiny::{tiny_gemm, tiny_wins, TINY_MNK};
 
 use crate::scalar::Conj;
@@ -51,6 +51,15 @@ impl<T> RawMatMut<T> {
     pub fn new(ptr: *mut T, shape: MatShape) -> Self {
         RawMatMut { ptr, shape }
     }
+}
+
+/// How many threads one GEMM may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Par {
+    /// The calling thread only.
+    Seq,
+    /// Split over this many threads (faer's rayon split).
+    Threads(usize),
 }
 
 /// What a GEMM does with its output's old values: BLAS `beta = 0` or `beta = 1`.

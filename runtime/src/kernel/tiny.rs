@@ -1,6 +1,6 @@
 //! A GEMM kernel for tiny shapes, where a library call's fixed cost dominates.
 
-use super::{RawMat, RawMatMut};
+use super::{Accum, RawMat, RawMatMut};
 use crate::scalar::{Conj, Scalar};
 
 /// The largest `m*n*k` the tiny-GEMM kernel takes for any shape.
@@ -14,12 +14,20 @@ pub fn tiny_wins(m: usize, n: usize, k: usize) -> bool {
     m * n * k <= TINY_MNK || n * k <= 16 || m * k <= 8
 }
 
-/// `C += alpha * op(A) * op(B)` by a plain triple loop; for `m*n*k` up to a few hundred.
+/// `C = alpha * op(A) * op(B)` (`Accum::Replace`: C is not read) or `C += ...`, by a plain
+/// triple loop; for `m*n*k` up to a few hundred, or thin shapes.
 ///
 /// # Safety
 /// The three views must lie inside live buffers; `c` must not alias `a` or `b`.
 #[inline]
-pub unsafe fn tiny_gemm<T: Scalar>(c: RawMatMut<T>, a: RawMat<T>, b: RawMat<T>, alpha: T) {
+pub unsafe fn tiny_gemm<T: Scalar>(
+    c: RawMatMut<T>,
+    accum: Accum,
+    a: RawMat<T>,
+    b: RawMat<T>,
+    alpha: T,
+) {
+    let add = accum == Accum::Add;
     let (cs, ash, bsh) = (c.shape, a.shape, b.shape);
     let (conj_a, conj_b) = (a.conj, b.conj);
     let (c, a, b) = (c.ptr, a.ptr, b.ptr);
@@ -42,7 +50,8 @@ pub unsafe fn tiny_gemm<T: Scalar>(c: RawMatMut<T>, a: RawMat<T>, b: RawMat<T>, 
                     acc += unsafe { *a.offset(i * ash.rs + p as isize * ash.cs) } * bv[p * n + j];
                 }
                 // SAFETY: (i, j) is inside C's view.
-                unsafe { *c.offset(i * cs.rs + j as isize * cs.cs) += acc };
+                let cij = unsafe { &mut *c.offset(i * cs.rs + j as isize * cs.cs) };
+                *cij = if add { *cij + acc } else { acc };
             }
         }
         return;
@@ -52,6 +61,9 @@ pub unsafe fn tiny_gemm<T: Scalar>(c: RawMatMut<T>, a: RawMat<T>, b: RawMat<T>, 
         for i in 0..m as isize {
             // SAFETY: rows i of C and p of B are inside their views (caller's guarantee).
             let crow = unsafe { std::slice::from_raw_parts_mut(c.offset(i * cs.rs), n) };
+            if !add {
+                crow.fill(T::zero());
+            }
             for p in 0..k as isize {
                 // SAFETY: (i, p) is inside A's view.
                 let x = alpha * unsafe { *a.offset(i * ash.rs + p * ash.cs) };
@@ -84,9 +96,8 @@ pub unsafe fn tiny_gemm<T: Scalar>(c: RawMatMut<T>, a: RawMat<T>, b: RawMat<T>, 
                 acc += x * y;
             }
             // SAFETY: as above, for `c`.
-            unsafe {
-                *c.offset(i * cs.rs + j * cs.cs) += alpha * acc;
-            }
+            let cij = unsafe { &mut *c.offset(i * cs.rs + j * cs.cs) };
+            *cij = if add { *cij + alpha * acc } else { alpha * acc };
         }
     }
 }

@@ -6,8 +6,8 @@ use crate::error::Result;
 use crate::hash::Fx;
 use crate::scalar::Scalar;
 use crate::spec::{ContractionSpec, Tree};
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Fingerprint of a contraction spec (labels, operands, conjugation, annotations, order).
@@ -55,11 +55,59 @@ pub fn fingerprint<T: Scalar>(spec_fp: u64, ops: &[&DynTensor<T>], options: &Pla
     h.finish()
 }
 
-/// Plans by fingerprint.
+/// The default capacity of a plan cache, in bytes of plans (see [`PlanCache::set_capacity`]).
+pub const DEFAULT_CAPACITY: usize = 64 << 20;
+
+/// Plans by structure fingerprint, least recently used evicted beyond a capacity in bytes;
+/// hit, miss and eviction counters. Usable in a `static`.
 pub struct PlanCache {
-    plans: Mutex<BTreeMap<u64, Arc<Plan>>>,
+    inner: Mutex<Lru>,
     hits: AtomicU64,
     misses: AtomicU64,
+    evictions: AtomicU64,
+    capacity: AtomicUsize,
+}
+
+/// Entries with their last use; a plan that cannot be made in place is cached as `None`.
+struct Lru {
+    map: Option<HashMap<u64, Entry>>,
+    tick: u64,
+    bytes: usize,
+}
+
+struct Entry {
+    plan: Option<Arc<Plan>>,
+    bytes: usize,
+    last: u64,
+}
+
+/// A snapshot of a cache's counters and size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Lookups that found a plan.
+    pub hits: u64,
+    /// Lookups that had to plan.
+    pub misses: u64,
+    /// Plans dropped to stay under the capacity.
+    pub evictions: u64,
+    /// Plans stored.
+    pub plans: usize,
+    /// Their approximate size in bytes.
+    pub bytes: usize,
+    /// The capacity in bytes.
+    pub capacity: usize,
+}
+
+impl CacheStats {
+    /// Adds another cache's counters.
+    pub fn add(&mut self, o: &CacheStats) {
+        self.hits += o.hits;
+        self.misses += o.misses;
+        self.evictions += o.evictions;
+        self.plans += o.plans;
+        self.bytes += o.bytes;
+        self.capacity += o.capacity;
+    }
 }
 
 impl Default for PlanCache {
@@ -69,13 +117,29 @@ impl Default for PlanCache {
 }
 
 impl PlanCache {
-    /// An empty cache (usable in a `static`).
+    /// An empty cache of the default capacity (usable in a `static`).
     pub const fn new() -> Self {
+        Self::with_capacity(DEFAULT_CAPACITY)
+    }
+    /// An empty cache holding at most about `bytes` of plans.
+    pub const fn with_capacity(bytes: usize) -> Self {
         PlanCache {
-            plans: Mutex::new(BTreeMap::new()),
+            inner: Mutex::new(Lru {
+                map: None,
+                tick: 0,
+                bytes: 0,
+            }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            capacity: AtomicUsize::new(bytes),
         }
+    }
+    /// Changes the capacity (evicting at the next insertion if over it).
+    pub fn set_capacity(&self, bytes: usize) {
+        self.capacity.store(bytes, Ordering::Relaxed);
+        let mut g = self.lock();
+        self.evict(&mut g, 0);
     }
     /// The cached plan for this structure, or a new one (planned and stored).
     pub fn get_or_plan<T: Scalar>(
@@ -86,17 +150,80 @@ impl PlanCache {
         options: &PlanOptions,
     ) -> Result<Arc<Plan>> {
         let key = fingerprint(spec_fp, ops, options);
-        if let Some(p) = self.lock().get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(p.clone());
+        let plan = self.lookup(key, || build_plan(spec, ops, options).map(Some))?;
+        plan.ok_or_else(|| crate::error::Error::InvalidSpec {
+            reason: "a plan without a fixed output has no output".into(),
+        })
+    }
+    /// The cached plan writing in place into a target of `target`'s structure (`=`, `+=`), or
+    /// a new one; None (also cached) when the contraction cannot be written in place there.
+    pub fn get_or_plan_into<T: Scalar>(
+        &self,
+        spec: &ContractionSpec,
+        spec_fp: u64,
+        ops: &[&DynTensor<T>],
+        target: &DynTensor<T>,
+        options: &PlanOptions,
+    ) -> Result<Option<Arc<Plan>>> {
+        let mut h = Fx::default();
+        h.write(fingerprint(spec_fp, ops, options));
+        h.write(0x1a7e_7a26_e700_0001);
+        h.write(target.structure_fingerprint());
+        self.lookup(h.finish(), || {
+            super::build_plan_into(spec, ops, target, options)
+        })
+    }
+    fn lookup(
+        &self,
+        key: u64,
+        plan: impl FnOnce() -> Result<Option<Plan>>,
+    ) -> Result<Option<Arc<Plan>>> {
+        {
+            let mut g = self.lock();
+            g.tick += 1;
+            let tick = g.tick;
+            if let Some(e) = g.map.get_or_insert_with(HashMap::new).get_mut(&key) {
+                e.last = tick;
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(e.plan.clone());
+            }
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let plan = Arc::new(build_plan(spec, ops, options)?);
-        self.lock().insert(key, plan.clone());
+        let plan = plan()?.map(Arc::new);
+        let bytes = plan.as_ref().map_or(64, |p| p.approx_bytes());
+        let mut g = self.lock();
+        self.evict(&mut g, bytes);
+        let last = g.tick;
+        g.bytes += bytes;
+        let old = g.map.get_or_insert_with(HashMap::new).insert(
+            key,
+            Entry {
+                plan: plan.clone(),
+                bytes,
+                last,
+            },
+        );
+        if let Some(o) = old {
+            g.bytes -= o.bytes;
+        }
         Ok(plan)
     }
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<Plan>>> {
-        self.plans.lock().unwrap_or_else(|e| e.into_inner())
+    /// Drops least recently used plans until `incoming` more bytes fit the capacity.
+    fn evict(&self, g: &mut Lru, incoming: usize) {
+        let cap = self.capacity.load(Ordering::Relaxed);
+        while g.bytes + incoming > cap {
+            let Some(map) = g.map.as_mut() else { return };
+            let Some((&k, _)) = map.iter().min_by_key(|(_, e)| e.last) else {
+                return;
+            };
+            if let Some(e) = map.remove(&k) {
+                g.bytes -= e.bytes;
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, Lru> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// Lookups that found a plan.
     pub fn hits(&self) -> u64 {
@@ -108,14 +235,32 @@ impl PlanCache {
     }
     /// Plans stored.
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.lock().map.as_ref().map_or(0, HashMap::len)
     }
     /// Whether no plan is stored.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// Approximate bytes of the plans stored.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+    /// Counters and size at once.
+    pub fn stats(&self) -> CacheStats {
+        let g = self.lock();
+        CacheStats {
+            hits: self.hits(),
+            misses: self.misses(),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            plans: g.map.as_ref().map_or(0, HashMap::len),
+            bytes: g.bytes,
+            capacity: self.capacity.load(Ordering::Relaxed),
+        }
+    }
     /// Drops every plan (counters kept).
     pub fn clear(&self) {
-        self.lock().clear();
+        let mut g = self.lock();
+        g.map = None;
+        g.bytes = 0;
     }
 }

@@ -1,9 +1,8 @@
 //! The cost model: predicted time = calls x call overhead + flops / rate(shape) plus
-//! packed elements x pack cost. Constants are calibrated on this machine by a short
-//! microbenchmark ([`CostModel::calibrated`], run once per process), with defaults.
+//! packed elements x pack cost. Constants are measured on this machine and stored per
+//! machine ([`CostModel::calibrated`], see `calibrate`), with defaults.
 
 use crate::kernel::tiny_wins;
-use std::sync::OnceLock;
 
 /// Calibrated constants of the CPU cost model (seconds, flops/s).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,12 +71,6 @@ impl CostModel {
     /// Predicted time to gather or scatter `elems` elements.
     pub fn pack_s(&self, elems: usize) -> f64 {
         elems as f64 * self.pack_elem_s
-    }
-
-    /// This machine's constants, measured once per process (a few hundred ms), then cached.
-    pub fn calibrated() -> CostModel {
-        static CAL: OnceLock<CostModel> = OnceLock::new();
-        *CAL.get_or_init(super::calibrate::measure)
     }
 }
 

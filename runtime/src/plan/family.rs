@@ -193,6 +193,7 @@ pub(super) fn concat_group(sp: &StepPlan, ks: &Keys, ps: &[u32], kind: GroupKind
         a_access: Access::Packed,
         b_access: Access::Packed,
         c_access: Access::Packed,
+        c_first: Vec::new(),
         flops,
         wasted_flops: 2.0 * (m * n * k) as f64 - flops,
         packed_elems: 0,

@@ -105,6 +105,9 @@ pub struct Group {
     pub b_access: Access,
     /// How the output is reached.
     pub c_access: Access,
+    /// Per entry of `c`: whether this is the first write to that block in execution order
+    /// (it may then overwrite, BLAS beta = 0, instead of adding into a zeroed block).
+    pub c_first: Vec<bool>,
     /// Useful flops.
     pub flops: f64,
     /// Flops spent on structural zeros (zero by construction for every kind).

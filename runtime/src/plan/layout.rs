@@ -156,6 +156,32 @@ pub(super) fn scratch_of(g: &Group) -> usize {
     }
 }
 
+/// Marks each group's first writes (execution order: ascending group index, which is also
+/// the order inside each hazard-free component); returns the blocks that must be zeroed before
+/// the step when it overwrites its output: blocks no group writes, and the first-written
+/// blocks of a direct concatenated GEMM that cannot overwrite all of its blocks at once.
+pub(super) fn first_writes(groups: &mut [Group], nout: usize) -> Vec<u32> {
+    let mut written = vec![false; nout];
+    let mut zero = Vec::new();
+    for g in groups.iter_mut() {
+        g.c_first =
+            g.c.iter()
+                .map(|p| !std::mem::replace(&mut written[p.block as usize], true))
+                .collect();
+        let direct_concat = !g.is_members() && !g.c_access.is_packed();
+        if direct_concat && !g.c_first.iter().all(|&f| f) {
+            for (p, f) in g.c.iter().zip(&mut g.c_first) {
+                if std::mem::replace(f, false) {
+                    zero.push(p.block);
+                }
+            }
+        }
+    }
+    zero.extend((0..nout as u32).filter(|&b| !written[b as usize]));
+    zero.sort_unstable();
+    zero
+}
+
 /// Groups linked by a shared output block end up in one component; components are independent.
 pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
     let mut parent: Vec<usize> = (0..groups.len()).collect();

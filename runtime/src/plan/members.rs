@@ -115,6 +115,7 @@ fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
         a_access: Access::Packed,
         b_access: Access::Packed,
         c_access: Access::Packed,
+        c_first: Vec::new(),
         flops: ps.iter().map(|&p| sp.pairs[p as usize].flops()).sum(),
         wasted_flops: 0.0,
         packed_elems: 0,

@@ -13,11 +13,11 @@ pub mod options;
 mod price;
 pub mod step;
 
-pub use cache::{fingerprint, PlanCache};
+pub use cache::{fingerprint, CacheStats, PlanCache};
 pub use cost::CostModel;
 pub use group::{Access, Group, GroupKind, KernelCounts, Place};
 pub use options::{PlanOptions, Policy, TIE};
-pub use step::{plan_step, OperandPlan, StepPlan};
+pub use step::{plan_step, plan_step_with, OperandPlan, StepPlan};
 
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
@@ -71,6 +71,8 @@ pub struct Plan {
     pub(crate) pool: BufferPool,
     /// Structure fingerprints of the operands planned for.
     operand_fps: Vec<u64>,
+    /// The structure fingerprint of the target the last step writes into, if planned so.
+    pub(crate) output_fp: Option<u64>,
 }
 
 /// Buffers of intermediates, reused across calls so the steady state does not allocate.
@@ -127,6 +129,55 @@ impl Plan {
         Ok(())
     }
 
+    /// Approximate memory held by the plan, in bytes (what a plan cache counts).
+    pub fn approx_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let mut b = size_of::<Plan>();
+        for st in &self.steps {
+            let p = &st.plan;
+            let key_bytes = |keys: &[crate::block::BlockKey]| {
+                keys.iter().map(|k| k.len() * 4 + 16).sum::<usize>()
+            };
+            b += p.pairs.len() * size_of::<crate::step::PairGemm>();
+            b += key_bytes(&p.out_keys);
+            // the layouts, twice (the plan's list and the shared block index, with its map)
+            b += 2 * p
+                .out_layouts
+                .iter()
+                .map(|l| 24 * l.dims.len() + 48)
+                .sum::<usize>();
+            b += key_bytes(&p.out_keys) + 32 * p.out_keys.len();
+            b += p.c_mats.len() * size_of::<Option<crate::view::MatShape>>();
+            for o in &p.operands {
+                b += o.mats.len() * size_of::<Option<crate::view::MatShape>>();
+                b += (o.offsets.len() + o.cache.len()) * 16;
+            }
+            for g in &p.groups {
+                b += size_of::<Group>() + g.reason.len() + g.pairs.len() * 4;
+                b += (g.a.len() + g.b.len() + g.c.len()) * size_of::<Place>() + g.c_first.len();
+            }
+            b += p.components.iter().map(|c| c.len() * 4 + 24).sum::<usize>();
+            b += p.zero_blocks.len() * 4;
+        }
+        b
+    }
+
+    /// The result's structure (legs, charge, blocks, layouts) with no buffer; an error for a
+    /// plan without pairwise steps.
+    pub fn output_skeleton<T: Scalar>(&self) -> Result<DynTensor<T>> {
+        let last = self.steps.last().ok_or_else(|| Error::EmptyPlan {
+            executor: "planned".into(),
+        })?;
+        let g = &last.plan.geometry;
+        Ok(DynTensor::from_shared(
+            g.out_legs.clone(),
+            g.symmetry.clone(),
+            g.out_charge.clone(),
+            last.plan.out_index.clone(),
+            Vec::new(),
+        ))
+    }
+
     /// Block-pair GEMMs over all steps.
     pub fn pair_gemms(&self) -> usize {
         self.steps.iter().map(|s| s.plan.pairs.len()).sum()
@@ -170,6 +221,31 @@ pub fn build_plan<T: Scalar>(
     ops: &[&DynTensor<T>],
     options: &PlanOptions,
 ) -> Result<Plan> {
+    let plan = build(spec, ops, options, None)?;
+    plan.ok_or_else(|| Error::InvalidSpec {
+        reason: "a plan without a fixed output has no output".into(),
+    })
+}
+
+/// Plans `spec` so that its last step writes in place into `target`'s buffer, with
+/// `target`'s blocks and layouts (for `=` and `+=`); None when that cannot be (a single
+/// operand, or `target` lacks a block the contraction produces). The target's legs and
+/// charge must have been checked against the result's.
+pub fn build_plan_into<T: Scalar>(
+    spec: &ContractionSpec,
+    ops: &[&DynTensor<T>],
+    target: &DynTensor<T>,
+    options: &PlanOptions,
+) -> Result<Option<Plan>> {
+    build(spec, ops, options, Some(target))
+}
+
+fn build<T: Scalar>(
+    spec: &ContractionSpec,
+    ops: &[&DynTensor<T>],
+    options: &PlanOptions,
+    target: Option<&DynTensor<T>>,
+) -> Result<Option<Plan>> {
     let t0 = Instant::now();
     spec.validate()?;
     check_operands(spec, ops)?;
@@ -195,21 +271,32 @@ pub fn build_plan<T: Scalar>(
     let mut steps = Vec::new();
     let root = tree.fold(
         &mut |i| {
-            parts[i].take().ok_or_else(|| Error::InvalidSpec {
+            let p = parts[i].take().ok_or_else(|| Error::InvalidSpec {
                 reason: format!("the order uses operand {i} twice"),
-            })
+            })?;
+            Ok(Some(p))
         },
         &mut |pl, pr, root| {
+            let (Some(pl), Some(pr)) = (pl, pr) else {
+                return Ok(None);
+            };
             let root_out = root.then_some(out_labels.as_slice());
-            plan_node(pl, pr, root_out, &mut steps, options, &spec.labels)
+            let fixed = if root { target } else { None };
+            plan_node(pl, pr, root_out, fixed, &mut steps, options, &spec.labels)
         },
     )?;
+    let Some(root) = root else {
+        return Ok(None);
+    };
     let finish = if steps.is_empty() {
+        if target.is_some() {
+            return Ok(None);
+        }
         Some((permutation(&root.labels, &out_labels)?, root.conj))
     } else {
         None
     };
-    Ok(Plan {
+    Ok(Some(Plan {
         steps,
         tree,
         order_given,
@@ -218,7 +305,8 @@ pub fn build_plan<T: Scalar>(
         options: *options,
         pool: BufferPool::default(),
         operand_fps: ops.iter().map(|t| t.structure_fingerprint()).collect(),
-    })
+        output_fp: target.map(|t| t.structure_fingerprint()),
+    }))
 }
 
 /// Plans the step joining two partial results; its output's structure is the next partial.
@@ -226,12 +314,15 @@ fn plan_node<T: Scalar>(
     pl: Partial<T>,
     pr: Partial<T>,
     root_out: Option<&[usize]>,
+    fixed: Option<&DynTensor<T>>,
     steps: &mut Vec<PlannedStep>,
     options: &PlanOptions,
     names: &[String],
-) -> Result<Partial<T>> {
+) -> Result<Option<Partial<T>>> {
     let (desc, labels) = step_desc(&pl.labels, pl.conj, &pr.labels, pr.conj, root_out, names);
-    let plan = plan_step(&pl.skel, &pr.skel, &desc, options)?;
+    let Some(plan) = plan_step_with(&pl.skel, &pr.skel, &desc, options, fixed)? else {
+        return Ok(None);
+    };
     let g = &plan.geometry;
     let skel = DynTensor::<T>::from_shared(
         g.out_legs.clone(),
@@ -248,13 +339,13 @@ fn plan_node<T: Scalar>(
         name: name.clone(),
         labels: labels.clone(),
     });
-    Ok(Partial {
+    Ok(Some(Partial {
         skel,
         labels,
         conj: Conj::No,
         input: Input::Step(steps.len() - 1),
         name,
-    })
+    }))
 }
 
 /// Greedy pairwise order from the real block structure: repeatedly contract the pair that

@@ -4,12 +4,12 @@
 
 use super::family::{choose_family, concat_group, family_kind};
 use super::group::Group;
-use super::layout::{assign_output_layout, components, scratch_of};
+use super::layout::{assign_output_layout, components, first_writes, scratch_of};
 use super::members::batch_singles;
 use super::options::PlanOptions;
 use super::price::finalize;
 use crate::block::{Block, BlockIndex, BlockKey, DynTensor};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::scalar::{Conj, Scalar};
 use crate::step::{enumerate, geometry, Geometry, PairGemm, Side, StepDesc};
 use crate::view::{mat_shape, Layout, MatShape};
@@ -41,6 +41,10 @@ pub struct StepPlan {
     pub components: Vec<Vec<u32>>,
     /// Scratch elements the largest group needs.
     pub scratch_elems: usize,
+    /// Output blocks to zero before the step when it overwrites its output (blocks no group
+    /// writes, or whose first writer cannot overwrite): every other element is overwritten
+    /// by its first writer (BLAS beta = 0), so the output needs no zero-fill.
+    pub zero_blocks: Vec<u32>,
     /// The output's blocks and layouts, shared by every output this plan makes.
     pub out_index: Arc<BlockIndex>,
 }
@@ -152,15 +156,45 @@ fn keys<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry, pairs: &[Pa
     }
 }
 
-/// Plans one step on the operands' structure (values are not read).
+/// Plans one step on the operands' structure (values are not read); the planner lays out the
+/// output.
 pub fn plan_step<T: Scalar>(
     a: &DynTensor<T>,
     b: &DynTensor<T>,
     desc: &StepDesc,
     opts: &PlanOptions,
 ) -> Result<StepPlan> {
+    let sp = plan_step_with(a, b, desc, opts, None)?;
+    sp.ok_or_else(|| Error::InvalidSpec {
+        reason: "a step planned without a fixed output has no output".into(),
+    })
+}
+
+/// Plans one step whose output is `fixed`'s blocks and layouts (the target of `=` or `+=`,
+/// written in place): None when `fixed` lacks a block the step produces.
+pub fn plan_step_with<T: Scalar>(
+    a: &DynTensor<T>,
+    b: &DynTensor<T>,
+    desc: &StepDesc,
+    opts: &PlanOptions,
+    fixed: Option<&DynTensor<T>>,
+) -> Result<Option<StepPlan>> {
     let g = geometry(a, b, desc)?;
-    let list = enumerate(a, b, &g);
+    let mut list = enumerate(a, b, &g);
+    if let Some(t) = fixed {
+        let Some(remap) = list
+            .out_keys
+            .iter()
+            .map(|k| t.find_block(k).map(|i| i as u32))
+            .collect::<Option<Vec<u32>>>()
+        else {
+            return Ok(None);
+        };
+        for p in &mut list.pairs {
+            p.c = remap[p.c as usize];
+        }
+        list.out_keys = t.blocks().iter().map(|b| b.key.clone()).collect();
+    }
     let operands = [
         OperandPlan::new(a, &g, Side::A),
         OperandPlan::new(b, &g, Side::B),
@@ -179,6 +213,7 @@ pub fn plan_step<T: Scalar>(
         components: Vec::new(),
         scratch_elems: 0,
         out_index: Arc::new(BlockIndex::new(Vec::new())),
+        zero_blocks: Vec::new(),
     };
     let model = opts.model;
     // pairs by coupled sector (the charge carried across the contracted legs)
@@ -206,10 +241,23 @@ pub fn plan_step<T: Scalar>(
         }
     }
     groups.extend(batch_singles(&sp, singles, opts));
-    assign_output_layout(&mut sp, &groups);
+    match fixed {
+        None => assign_output_layout(&mut sp, &groups),
+        Some(t) => {
+            sp.out_layouts = t.blocks().iter().map(|b| b.layout.clone()).collect();
+            sp.out_len = t.data().len();
+            let (rows, cols) = (&sp.geometry.c_rows, &sp.geometry.c_cols);
+            sp.c_mats = sp
+                .out_layouts
+                .iter()
+                .map(|l| mat_shape(l, rows, cols))
+                .collect();
+        }
+    }
     for gr in &mut groups {
         finalize(&sp, gr, &model);
     }
+    sp.zero_blocks = first_writes(&mut groups, sp.out_keys.len());
     sp.components = components(&groups, sp.out_keys.len());
     sp.scratch_elems = groups.iter().map(scratch_of).max().unwrap_or(0);
     for (side, t) in [(Side::A, a), (Side::B, b)] {
@@ -226,7 +274,7 @@ pub fn plan_step<T: Scalar>(
             })
             .collect(),
     ));
-    Ok(sp)
+    Ok(Some(sp))
 }
 
 /// Blocks that need a transpose and are used by two or more member GEMMs get a slot in a
