@@ -51,7 +51,10 @@ pub fn measure(w: &Workload, per_block: bool, args: &Args) -> Result<Outcome> {
         times_ms.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     Ok(Outcome {
-        executor: Executor::Planned,
+        executor: crate::run::Runner {
+            exec: Executor::Planned,
+            auto_order: false,
+        },
         blocks: w
             .contraction
             .operands
@@ -68,6 +71,7 @@ pub fn measure(w: &Workload, per_block: bool, args: &Args) -> Result<Outcome> {
         checksum: checksum(&host),
         plan_ms: Some(plan.plan_s * 1e3),
         cached_us: None,
+        gemm_ms: None,
         error: None,
     })
 }

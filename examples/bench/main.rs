@@ -9,7 +9,7 @@ mod report;
 mod run;
 
 use blockcontract::workload::{load_expected, Expected, Workload};
-use blockcontract::{Executor, Result};
+use blockcontract::Result;
 use clap::Parser;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -45,6 +45,11 @@ pub struct Args {
     /// The TeNPy harness (`run_peer.sh`), timed in the same run, alternating with ours.
     #[arg(long)]
     pub peer: Option<PathBuf>,
+    /// The pairwise order: `given` (the workload's `order`) or `auto` (ignored: the planner
+    /// chooses from the block structure). `--executor planned-auto` runs the planner's choice
+    /// beside the given order; `--report` includes it.
+    #[arg(long, default_value = "given")]
+    pub order: String,
     /// expected.json to check results against (default: beside the first file).
     #[arg(long)]
     pub expected: Option<PathBuf>,
@@ -93,7 +98,7 @@ fn real_main(args: &Args) -> Result<usize> {
         }
     }
     if args.report.is_some() {
-        for e in ["planned", "pairwise"] {
+        for e in ["planned", "pairwise", "planned-auto"] {
             if !names.iter().any(|n| n == e) {
                 names.push(e.into());
             }
@@ -114,9 +119,18 @@ fn real_main(args: &Args) -> Result<usize> {
             });
         }
     }
-    let execs: Vec<Executor> = names
+    let auto = match args.order.as_str() {
+        "given" => false,
+        "auto" => true,
+        o => {
+            return Err(blockcontract::Error::InvalidSpec {
+                reason: format!("--order {o}: expected `given` or `auto`"),
+            })
+        }
+    };
+    let execs: Vec<run::Runner> = names
         .iter()
-        .map(|n| Executor::from_name(n))
+        .map(|n| run::Runner::parse(n, auto))
         .collect::<Result<_>>()?;
     let peak = if args.report.is_some() {
         Some(run::peak_gflops())

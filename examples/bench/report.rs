@@ -56,10 +56,13 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "| workload | pair GEMMs | kernel calls | pairwise ms | planned ms | planned / pairwise | TeNPy ms | planned / TeNPy | GFLOP/s | efficiency |"
+        "| workload | pair GEMMs | kernel calls | pairwise ms | planned ms | planned / pairwise | TeNPy ms | planned / TeNPy | GFLOP/s | efficiency | GEMMs alone ms | planned / GEMMs | auto order ms | auto / given |"
     );
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let (mut vs_pair, mut vs_peer) = (Vec::new(), Vec::new());
+    let _ = writeln!(
+        s,
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let (mut vs_pair, mut vs_peer, mut vs_given) = (Vec::new(), Vec::new(), Vec::new());
     for m in rows {
         let (Some(p), Some(q)) = (m.get("planned"), m.get("pairwise")) else {
             continue;
@@ -83,9 +86,16 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
             vs_peer.push(pm / t);
             format!("{:.3}", pm / t)
         });
+        let gemms = p
+            .gemm_ms
+            .map_or("- | -".to_string(), |g| format!("{g:.3} | {:.3}", pm / g));
+        let auto = m.get("planned-auto").map_or("- | -".to_string(), |a| {
+            vs_given.push(a.median() / pm);
+            format!("{:.3} | {:.3}", a.median(), a.median() / pm)
+        });
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {:.2} |",
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {:.2} | {} | {} |",
             m.name,
             p.pair_gemms,
             p.kernel_calls,
@@ -95,7 +105,9 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
             peer,
             ratio,
             gf,
-            gf / peak
+            gf / peak,
+            gemms,
+            auto
         );
     }
     let _ = writeln!(s);
@@ -104,6 +116,13 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
         "Geometric mean planned / pairwise: {:.3}",
         geomean(&vs_pair)
     );
+    if !vs_given.is_empty() {
+        let _ = writeln!(
+            s,
+            "Geometric mean planner's order / given order: {:.3}",
+            geomean(&vs_given)
+        );
+    }
     if !vs_peer.is_empty() {
         let g = geomean(&vs_peer);
         let _ = writeln!(

@@ -11,9 +11,43 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
+/// What runs a workload: an executor, with the workload's pairwise order or one chosen by the
+/// planner (`planned-auto`, or any executor under `--order auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Runner {
+    pub exec: Executor,
+    pub auto_order: bool,
+}
+
+impl Runner {
+    /// `planned`, `pairwise`, `dense` or `planned-auto`; `auto` applies the order everywhere.
+    pub fn parse(name: &str, auto: bool) -> Result<Runner> {
+        match name {
+            "planned-auto" => Ok(Runner {
+                exec: Executor::Planned,
+                auto_order: true,
+            }),
+            _ => Ok(Runner {
+                exec: Executor::from_name(name).map_err(|_| Error::UnknownExecutor {
+                    name: name.into(),
+                    expected: "planned, planned-auto, pairwise or dense".into(),
+                })?,
+                auto_order: auto,
+            }),
+        }
+    }
+    /// The name printed and looked up.
+    pub fn name(&self) -> String {
+        match (self.exec, self.auto_order) {
+            (Executor::Planned, true) => "planned-auto".into(),
+            (e, _) => e.name().into(),
+        }
+    }
+}
+
 /// One executor's results on one workload.
 pub struct Outcome {
-    pub executor: Executor,
+    pub executor: Runner,
     pub blocks: Vec<(String, usize)>,
     pub pair_gemms: usize,
     pub kernel_calls: usize,
@@ -24,6 +58,10 @@ pub struct Outcome {
     pub checksum: f64,
     pub plan_ms: Option<f64>,
     pub cached_us: Option<f64>,
+    /// The plan's GEMMs alone (each group's shape, or each member's, run by faer on
+    /// contiguous row-major buffers, best of three): what the contraction costs with no
+    /// packing, scattering or bookkeeping.
+    pub gemm_ms: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -101,7 +139,7 @@ fn run_peer(peer: &Path, file: &Path, threads: usize) -> Result<(f64, f64, f64)>
     Ok((num(1)?, num(2)?, num(3)?))
 }
 
-pub fn measure(w: &Workload, file: &Path, execs: &[Executor], args: &Args) -> Result<Measured> {
+pub fn measure(w: &Workload, file: &Path, execs: &[Runner], args: &Args) -> Result<Measured> {
     match w.dtype {
         DType::F64 => measure_typed::<f64>(w, file, execs, args),
         DType::F32 => measure_typed::<f32>(w, file, execs, args),
@@ -112,7 +150,7 @@ pub fn measure(w: &Workload, file: &Path, execs: &[Executor], args: &Args) -> Re
 fn measure_typed<T: Scalar>(
     w: &Workload,
     file: &Path,
-    execs: &[Executor],
+    execs: &[Runner],
     args: &Args,
 ) -> Result<Measured> {
     let ops = w.build_operands::<T>()?;
@@ -126,18 +164,22 @@ fn measure_typed<T: Scalar>(
         .collect();
     let cache = PlanCache::new();
     let opts = PlanOptions::default();
-    let fp = spec_fingerprint(&w.contraction);
+    let given = w.contraction.clone();
+    let mut auto = w.contraction.clone();
+    auto.tree = None;
+    let spec_of = |r: Runner| if r.auto_order { &auto } else { &given };
     let threads = args.threads.max(1);
     // one call of an executor: (result, pair GEMMs, kernel calls, steps, flops)
-    let call = |e: Executor| -> Result<(DynTensor<T>, usize, usize, usize, f64)> {
-        match e {
+    let call = |r: Runner| -> Result<(DynTensor<T>, usize, usize, usize, f64)> {
+        let spec = spec_of(r);
+        match r.exec {
             Executor::Planned => {
-                let plan = cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
+                let plan = cache.get_or_plan(spec, spec_fingerprint(spec), &refs, &opts)?;
                 let (t, s, c) = execute(&plan, &refs, T::one(), threads, None)?;
                 Ok((t, s.pair_gemms(), c.total(), s.steps.len(), s.flops))
             }
-            _ => {
-                let (t, s) = contract_dyn(&w.contraction, &refs, T::one(), e)?;
+            e => {
+                let (t, s) = contract_dyn(spec, &refs, T::one(), e)?;
                 Ok((t, s.pair_gemms(), s.kernel_calls(), s.steps.len(), s.flops))
             }
         }
@@ -156,18 +198,21 @@ fn measure_typed<T: Scalar>(
             checksum: f64::NAN,
             plan_ms: None,
             cached_us: None,
+            gemm_ms: None,
             error: None,
         };
-        if e == Executor::Planned {
+        if e.exec == Executor::Planned {
+            let (spec, fp) = (spec_of(e), spec_fingerprint(spec_of(e)));
             let t0 = Instant::now();
-            cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
+            let plan = cache.get_or_plan(spec, fp, &refs, &opts)?;
             o.plan_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
             let n = 2000;
             let t0 = Instant::now();
             for _ in 0..n {
-                std::hint::black_box(cache.get_or_plan(&w.contraction, fp, &refs, &opts)?);
+                std::hint::black_box(cache.get_or_plan(spec, fp, &refs, &opts)?);
             }
             o.cached_us = Some(t0.elapsed().as_secs_f64() * 1e6 / n as f64);
+            o.gemm_ms = Some(gemms_alone_ms::<T>(&plan));
         }
         // warm-up, and the result that is checked
         match call(e) {
@@ -198,8 +243,8 @@ fn measure_typed<T: Scalar>(
     if let Some(p) = &args.peer {
         peer.push(run_peer(p, file, threads)?);
     }
-    let explain = if args.explain && execs.contains(&Executor::Planned) {
-        let plan = cache.get_or_plan(&w.contraction, fp, &refs, &opts)?;
+    let explain = if args.explain && execs.iter().any(|r| r.exec == Executor::Planned) {
+        let plan = cache.get_or_plan(&given, spec_fingerprint(&given), &refs, &opts)?;
         let mut times = Vec::new();
         execute(&plan, &refs, T::one(), 1, Some(&mut times))?;
         Some(plan.explain_with(Some(&times), 6))
@@ -267,4 +312,53 @@ pub fn print(w: &Workload, o: &Outcome, agrees: Option<bool>, json: bool) {
             plan
         );
     }
+}
+
+/// The time of a plan's GEMMs alone, on contiguous buffers of their shapes (best of three
+/// per shape), in ms.
+pub fn gemms_alone_ms<T: Scalar>(plan: &blockcontract::Plan) -> f64 {
+    use blockcontract::kernel::{gemm, Accum, RawMat, RawMatMut};
+    use blockcontract::view::MatShape;
+    let mut shapes: Vec<(usize, usize, usize)> = Vec::new();
+    for st in &plan.steps {
+        for g in &st.plan.groups {
+            if g.is_members() {
+                shapes.extend(g.pairs.iter().map(|&p| {
+                    let x = st.plan.pairs[p as usize];
+                    (x.m, x.n, x.k)
+                }));
+            } else {
+                shapes.push((g.m, g.n, g.k));
+            }
+        }
+    }
+    let mut total = 0.0;
+    let mut memo: std::collections::HashMap<(usize, usize, usize), f64> = Default::default();
+    for s in shapes {
+        let t = *memo.entry(s).or_insert_with(|| {
+            let (m, n, k) = s;
+            let a = vec![T::from_f64(0.5); m * k];
+            let b = vec![T::from_f64(0.25); k * n];
+            let mut c = vec![T::zero(); m * n];
+            let mut best = f64::INFINITY;
+            for _ in 0..3 {
+                let t0 = Instant::now();
+                // SAFETY: the buffers hold exactly the row-major matrices described.
+                unsafe {
+                    gemm(
+                        RawMatMut::new(c.as_mut_ptr(), MatShape::row_major(m, n)),
+                        Accum::Replace,
+                        RawMat::new(a.as_ptr(), MatShape::row_major(m, k)),
+                        RawMat::new(b.as_ptr(), MatShape::row_major(k, n)),
+                        T::one(),
+                    )
+                };
+                std::hint::black_box(&mut c);
+                best = best.min(t0.elapsed().as_secs_f64());
+            }
+            best
+        });
+        total += t;
+    }
+    total * 1e3
 }

@@ -26,3 +26,55 @@ pub fn type_tag<T: Scalar>() -> u64 {
         DType::C64 => 3,
     }
 }
+
+impl std::hash::Hasher for Fx {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            Fx::write(self, u64::from_le_bytes(w));
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, x: u32) {
+        Fx::write(self, x as u64);
+    }
+    #[inline]
+    fn write_u64(&mut self, x: u64) {
+        Fx::write(self, x);
+    }
+    #[inline]
+    fn write_usize(&mut self, x: usize) {
+        Fx::write(self, x as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Hash maps keyed by small integer keys (block keys, sector ids), hashed by [`Fx`].
+pub type FxMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
+
+/// Up to [`crate::view::MAX_RANK`] sector positions inline: a block key (or part of one)
+/// without a heap allocation, for hashing.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct InlineKey {
+    len: u8,
+    ids: [u32; 16],
+}
+
+impl InlineKey {
+    /// The positions of `key` at `legs` (at most 16 legs).
+    #[inline]
+    pub fn pick(key: &[u32], legs: &[usize]) -> Self {
+        let mut ids = [0u32; 16];
+        for (d, &l) in ids.iter_mut().zip(legs) {
+            *d = key[l];
+        }
+        InlineKey {
+            len: legs.len().min(16) as u8,
+            ids,
+        }
+    }
+}

@@ -401,12 +401,17 @@ impl<T: Scalar> Ctx<'_, T> {
         let g = &sp.geometry;
         let (m, n, k) = (gr.m, gr.n, gr.k);
         // every scratch element used is written before it is read: no zeroing
-        let need = m * k + k * n + m * n;
-        if scratch.len() < need {
-            scratch.resize(need, T::zero());
+        let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
+        let (la, lb, lc) = (
+            need(&gr.a_access, m * k),
+            need(&gr.b_access, k * n),
+            need(&gr.c_access, m * n),
+        );
+        if scratch.len() < la + lb + lc {
+            scratch.resize(la + lb + lc, T::zero());
         }
-        let (sa, rest) = scratch.split_at_mut(m * k);
-        let (sb, sc) = rest.split_at_mut(k * n);
+        let (sa, rest) = scratch.split_at_mut(la);
+        let (sb, sc) = rest.split_at_mut(lb);
         let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
         let members = gr.a.iter().zip(&gr.b).zip(&gr.c).zip(&gr.c_first);
         for ((((pa, pb), pc), &first), &pi) in members.zip(&gr.pairs) {

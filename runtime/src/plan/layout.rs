@@ -137,9 +137,7 @@ pub(super) fn matrix_access(
 
 pub(super) fn scratch_of(g: &Group) -> usize {
     match g.kind {
-        GroupKind::Single | GroupKind::Batched | GroupKind::Grouped => {
-            g.m * g.k + g.k * g.n + g.m * g.n
-        }
+        GroupKind::Single | GroupKind::Batched | GroupKind::Grouped => member_scratch(g),
         _ => {
             let mut s = 0;
             if g.a_access.is_packed() {
@@ -213,4 +211,11 @@ pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
     let mut v: Vec<Vec<u32>> = comp.into_values().collect();
     v.sort();
     v
+}
+
+/// Scratch of a member group: per operand, room for one member's packed block, when any
+/// member's block is not GEMM-addressable in place.
+pub(super) fn member_scratch(g: &Group) -> usize {
+    let need = |a: &Access, len: usize| if a.is_packed() { len } else { 0 };
+    need(&g.a_access, g.m * g.k) + need(&g.b_access, g.k * g.n) + need(&g.c_access, g.m * g.n)
 }

@@ -10,6 +10,7 @@ pub mod group;
 mod layout;
 mod members;
 pub mod options;
+pub mod order;
 mod price;
 pub mod step;
 
@@ -23,7 +24,7 @@ use crate::block::DynTensor;
 use crate::error::{Error, Result};
 use crate::scalar::{Conj, Scalar};
 use crate::spec::{permutation, ContractionSpec, Tree};
-use crate::step::{check_operands, enumerate, geometry, step_desc};
+use crate::step::{check_operands, step_desc};
 use std::any::Any;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -266,7 +267,19 @@ fn build<T: Scalar>(
     let out_labels = spec.output_labels();
     let (tree, order_given) = match &spec.tree {
         Some(t) => (t.clone(), true),
-        None => (choose_order(&parts, &out_labels, &spec.labels)?, false),
+        None => {
+            let leaves: Vec<order::Leaf<'_, T>> = parts
+                .iter()
+                .flatten()
+                .map(|p| order::Leaf {
+                    skel: &p.skel,
+                    labels: &p.labels,
+                    conj: p.conj,
+                })
+                .collect();
+            let t = order::choose_order(&leaves, &out_labels, &spec.labels, &options.model)?;
+            (t, false)
+        }
     };
     let mut steps = Vec::new();
     let root = tree.fold(
@@ -346,61 +359,4 @@ fn plan_node<T: Scalar>(
         input: Input::Step(steps.len() - 1),
         name,
     }))
-}
-
-/// Greedy pairwise order from the real block structure: repeatedly contract the pair that
-/// shares an index (any pair if none does) with the fewest flops, then the smallest result.
-fn choose_order<T: Scalar>(
-    parts: &[Option<Partial<T>>],
-    out_labels: &[usize],
-    names: &[String],
-) -> Result<Tree> {
-    let mut live: Vec<(Tree, DynTensor<T>, Vec<usize>, Conj)> = parts
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let p = p.as_ref().expect("fresh");
-            (Tree::Leaf(i), p.skel.clone(), p.labels.clone(), p.conj)
-        })
-        .collect();
-    while live.len() > 1 {
-        let shares = |x: &[usize], y: &[usize]| x.iter().any(|l| y.contains(l));
-        let any_shared =
-            (0..live.len()).any(|i| (i + 1..live.len()).any(|j| shares(&live[i].2, &live[j].2)));
-        type Best<T> = Option<(f64, usize, usize, usize, DynTensor<T>, Vec<usize>)>;
-        let mut best: Best<T> = None;
-        for i in 0..live.len() {
-            for j in i + 1..live.len() {
-                if any_shared && !shares(&live[i].2, &live[j].2) {
-                    continue;
-                }
-                let root = (live.len() == 2).then_some(out_labels);
-                let (desc, labels) =
-                    step_desc(&live[i].2, live[i].3, &live[j].2, live[j].3, root, names);
-                let g = geometry(&live[i].1, &live[j].1, &desc)?;
-                let list = enumerate(&live[i].1, &live[j].1, &g);
-                let flops: f64 = list.pairs.iter().map(|p| p.flops()).sum();
-                let skel = DynTensor::<T>::skeleton_keys(
-                    g.out_legs.clone(),
-                    g.symmetry.clone(),
-                    g.out_charge.clone(),
-                    list.out_keys,
-                );
-                let size = skel.blocks().iter().map(|b| b.layout.len()).sum::<usize>();
-                if best.as_ref().is_none_or(|b| (flops, size) < (b.0, b.1)) {
-                    best = Some((flops, size, i, j, skel, labels));
-                }
-            }
-        }
-        let (_, _, i, j, skel, labels) = best.expect("at least one pair");
-        let right = live.remove(j);
-        let left = live.remove(i);
-        live.push((
-            Tree::Node(Box::new(left.0), Box::new(right.0)),
-            skel,
-            labels,
-            Conj::No,
-        ));
-    }
-    Ok(live.pop().expect("one").0)
 }

@@ -8,7 +8,7 @@ mod pairs;
 
 pub use check::check_operands;
 pub use geometry::{geometry, Geometry};
-pub use pairs::{enumerate, PairGemm, PairList};
+pub use pairs::{by_contracted, enumerate, PairGemm, PairList};
 
 use crate::scalar::Conj;
 

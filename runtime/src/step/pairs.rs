@@ -2,8 +2,22 @@
 
 use super::Geometry;
 use crate::block::{block_charge, BlockKey, DynTensor};
+use crate::hash::{FxMap, InlineKey};
 use crate::scalar::Scalar;
-use std::collections::HashMap;
+
+/// `0..16`: every position of an output key.
+const IDENTITY: [usize; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+
+/// The blocks of `t` by their sectors on `legs` (the contracted legs).
+pub fn by_contracted<T: Scalar>(t: &DynTensor<T>, legs: &[usize]) -> FxMap<InlineKey, Vec<u32>> {
+    let mut m: FxMap<InlineKey, Vec<u32>> = FxMap::default();
+    for (j, blk) in t.blocks().iter().enumerate() {
+        m.entry(InlineKey::pick(&blk.key, legs))
+            .or_default()
+            .push(j as u32);
+    }
+    m
+}
 
 /// One block-pair GEMM: `C[c] += A[a] * B[b]` with shape `m x k` times `k x n`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,17 +54,13 @@ pub struct PairList {
 
 /// Enumerates every matching block pair.
 pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) -> PairList {
-    let mut by_contr: HashMap<Vec<u32>, Vec<u32>> = HashMap::new();
-    for (j, blk) in b.blocks().iter().enumerate() {
-        let key: Vec<u32> = g.b_contr.iter().map(|&l| blk.key[l]).collect();
-        by_contr.entry(key).or_default().push(j as u32);
-    }
-    let mut out_index: HashMap<BlockKey, u32> = HashMap::new();
+    let by_contr = by_contracted(b, &g.b_contr);
+    let mut out_index: FxMap<InlineKey, u32> = FxMap::default();
     let mut out_keys: Vec<BlockKey> = Vec::new();
     let mut pairs = Vec::new();
     let rank_out = g.c_rows.len() + g.c_cols.len();
     for (i, ablk) in a.blocks().iter().enumerate() {
-        let key: Vec<u32> = g.a_contr.iter().map(|&l| ablk.key[l]).collect();
+        let key = InlineKey::pick(&ablk.key, &g.a_contr);
         let Some(bs) = by_contr.get(&key) else {
             continue;
         };
@@ -58,16 +68,16 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
         let k: usize = g.a_contr.iter().map(|&l| ablk.layout.dims[l]).product();
         for &j in bs {
             let bblk = &b.blocks()[j as usize];
-            let mut ok = vec![0u32; rank_out];
+            let mut ok = [0u32; 16];
             for (&p, &l) in g.c_rows.iter().zip(&g.a_free) {
                 ok[p] = ablk.key[l];
             }
             for (&p, &l) in g.c_cols.iter().zip(&g.b_free) {
                 ok[p] = bblk.key[l];
             }
-            let ok: BlockKey = ok.into_boxed_slice();
-            let c = *out_index.entry(ok.clone()).or_insert_with(|| {
-                out_keys.push(ok);
+            let ik = InlineKey::pick(&ok, &IDENTITY[..rank_out]);
+            let c = *out_index.entry(ik).or_insert_with(|| {
+                out_keys.push(ok[..rank_out].into());
                 (out_keys.len() - 1) as u32
             });
             let n: usize = g.b_free.iter().map(|&l| bblk.layout.dims[l]).product();
