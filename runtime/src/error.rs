@@ -125,6 +125,30 @@ pub enum Error {
         rank: usize,
     },
 
+    /// A factorization's split of the legs into rows and columns is not a partition of the
+    /// tensor's legs (a leg in both groups, in neither, or out of range), or does not fit it.
+    #[error("invalid legs: {reason}")]
+    InvalidLegs {
+        /// What is wrong, naming the leg.
+        reason: String,
+    },
+    /// An argument out of its domain (a negative cutoff, a zero dimension).
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument {
+        /// The argument.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A dense factorization did not converge.
+    #[error("{what} failed: {reason}")]
+    Factorization {
+        /// Which factorization.
+        what: String,
+        /// The library's report.
+        reason: String,
+    },
+
     // ---- contractions and plans
     /// A contraction's index structure is inconsistent (an index too often, an output index
     /// missing on the right, an order that misses an operand, ...).

@@ -16,6 +16,7 @@ pub mod exec;
 pub mod hash;
 #[doc(hidden)]
 pub mod kernel;
+pub mod linalg;
 #[doc(hidden)]
 pub mod macro_support;
 pub mod plan;

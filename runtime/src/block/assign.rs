@@ -60,7 +60,7 @@ impl<T: Scalar> DynTensor<T> {
     }
 
     /// Adds zero blocks for `keys`, keeping every existing value and layout.
-    fn grow(&mut self, keys: Vec<BlockKey>) {
+    pub(crate) fn grow(&mut self, keys: Vec<BlockKey>) {
         let (legs, sym, charge, blocks, data) = self.parts();
         let mut data = data.to_vec();
         let mut all: Vec<Block> = blocks.to_vec();

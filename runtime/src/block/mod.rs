@@ -493,6 +493,13 @@ impl<T: Scalar> DynTensor<T> {
         })
     }
 
+    /// Whether `other` stores exactly these blocks at exactly these places in its buffer, so
+    /// that the two buffers can be combined element by element.
+    pub fn same_layout(&self, other: &Self) -> bool {
+        (Arc::ptr_eq(&self.st, &other.st) || self.st.blocks == other.st.blocks)
+            && self.data.len() == other.data.len()
+    }
+
     /// Whether every leg, the charge and the stored blocks equal `other`'s (values not compared).
     pub fn same_structure(&self, other: &Self) -> bool {
         self.legs == other.legs

@@ -133,19 +133,7 @@ fn dense_strides(shape: &[usize]) -> Vec<u64> {
     s
 }
 
-/// The SplitMix64 step of FORMAT.md.
-pub fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// The generator value at dense linear index `i` for `seed`: uniform in [-1, 1).
-pub fn generate(seed: u64, i: u64) -> f64 {
-    let u = splitmix64(splitmix64(seed) ^ i);
-    (u >> 11) as f64 * (2.0f64).powi(-53) * 2.0 - 1.0
-}
+pub use crate::hash::{generate, splitmix64};
 
 /// The checksum seed of FORMAT.md.
 pub const CHECKSUM_SEED: u64 = 0x5EED;

@@ -1,0 +1,457 @@
+//! Factorizations, vector operations and Lanczos against their dense counterparts, on random
+//! symmetric tensors (U(1), Z2, U(1)xU(1), U(1)xZ3, no symmetry; charged tensors; sectors of
+//! dimension 0 and 1; mixed flows; f64 and complex), and the errors of bad input.
+
+mod common;
+
+use blockcontract::linalg::{eigh, lanczos, lq, qr, svd, LanczosOptions, Truncation};
+use blockcontract::{contract_dyn, ContractionSpec, DynTensor, Error, Executor, Leg, Scalar};
+use faer::Mat;
+use num_complex::Complex64;
+use proptest::prelude::*;
+
+/// `t` as a dense matrix: `rows` legs fused (row-major) into rows, `cols` into columns.
+fn matricize<T: Scalar>(t: &DynTensor<T>, rows: &[usize], cols: &[usize]) -> Mat<T> {
+    let d = t.to_dense();
+    let perm: Vec<usize> = rows.iter().chain(cols).copied().collect();
+    let p = d.permuted_axes(ndarray::IxDyn(&perm));
+    let p = p.as_standard_layout();
+    let nr: usize = rows.iter().map(|&l| t.dense_shape()[l]).product();
+    let nc: usize = cols.iter().map(|&l| t.dense_shape()[l]).product();
+    let flat: Vec<T> = p.iter().copied().collect();
+    Mat::from_fn(nr, nc, |i, j| flat[i * nc + j])
+}
+
+/// Labels `x0, x1, ...` for `n` legs.
+fn labels(prefix: &str, n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("{prefix}{i}")).collect()
+}
+
+/// `left[rows.., k] * right[k, cols..]` back in `t`'s leg order.
+fn recombine<T: Scalar>(
+    left: &DynTensor<T>,
+    right: &DynTensor<T>,
+    rows: &[usize],
+    cols: &[usize],
+) -> DynTensor<T> {
+    let r = rows.len() + cols.len();
+    let names = labels("i", r);
+    let li: Vec<String> = rows
+        .iter()
+        .map(|&l| names[l].clone())
+        .chain(["k".into()])
+        .collect();
+    let ri: Vec<String> = ["k".to_string()]
+        .into_iter()
+        .chain(cols.iter().map(|&l| names[l].clone()))
+        .collect();
+    let text = format!(
+        "T[{}] = L[{}] * R[{}]",
+        names.join(","),
+        li.join(","),
+        ri.join(",")
+    );
+    let spec = ContractionSpec::parse(&text).unwrap();
+    contract_dyn(&spec, &[left, right], T::one(), Executor::Pairwise)
+        .unwrap()
+        .0
+}
+
+/// `conj(q)[rows.., k] * q[rows.., l]` (or over the column legs): the identity on the bond
+/// when `q` is an isometry.
+fn gram<T: Scalar>(q: &DynTensor<T>, group: &[usize], bond: usize) -> DynTensor<T> {
+    let n = q.rank();
+    let mut a = labels("i", n);
+    let mut b = labels("i", n);
+    a[bond] = "k".into();
+    b[bond] = "l".into();
+    let _ = group;
+    let text = format!("G[k,l] = conj(A)[{}] * B[{}]", a.join(","), b.join(","));
+    let spec = ContractionSpec::parse(&text).unwrap();
+    contract_dyn(&spec, &[q, q], T::one(), Executor::Pairwise)
+        .unwrap()
+        .0
+}
+
+fn max_diff<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>) -> f64 {
+    common::rel_diff(&a.to_dense(), &b.to_dense())
+}
+
+/// Identity check on a square dense matrix.
+fn is_identity<T: Scalar>(g: &DynTensor<T>) -> f64 {
+    let d = g.to_dense();
+    let mut worst = 0.0f64;
+    for ((i, j), v) in d
+        .into_dimensionality::<ndarray::Ix2>()
+        .unwrap()
+        .indexed_iter()
+    {
+        let want = if i == j { 1.0 } else { 0.0 };
+        worst = worst.max((v.re() - want).abs() + v.im().abs());
+    }
+    worst
+}
+
+/// A random tensor of rank 2-4 with a random split into rows and columns (both nonempty).
+fn case<T: Scalar>(seed: u64, sym: usize) -> (DynTensor<T>, Vec<usize>, Vec<usize>) {
+    let mut rng = common::Rng(seed);
+    let s = common::symmetry(sym);
+    let r = 2 + rng.below(3);
+    let legs: Vec<Leg> = (0..r)
+        .map(|_| {
+            let sp = common::space(&mut rng, &s);
+            if rng.coin() {
+                Leg::out(&sp)
+            } else {
+                Leg::inc(&sp)
+            }
+        })
+        .collect();
+    let sparse = rng.coin();
+    let t = common::tensor::<T>(&mut rng, legs, sparse);
+    let mut order: Vec<usize> = (0..r).collect();
+    rng.shuffle(&mut order);
+    let cut = 1 + rng.below(r - 1);
+    let (rows, cols) = order.split_at(cut);
+    (t, rows.to_vec(), cols.to_vec())
+}
+
+fn sorted_singular_values<T: Scalar>(m: &Mat<T>) -> Vec<f64> {
+    if m.nrows() == 0 || m.ncols() == 0 {
+        return Vec::new();
+    }
+    let mut v: Vec<f64> = m
+        .as_ref()
+        .singular_values()
+        .unwrap()
+        .into_iter()
+        .map(|x| T::from_real_impl(&x).re())
+        .collect();
+    v.sort_by(|a, b| b.total_cmp(a));
+    v
+}
+
+fn check_svd<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+    let (t, rows, cols) = case::<T>(seed, sym);
+    let f = svd(&t, &rows, &cols, &Truncation::none()).unwrap();
+    let scale = t.norm().max(1.0);
+    // u * s * vh == t
+    let urows: Vec<usize> = (0..rows.len()).collect();
+    let su = {
+        let n = f.u.rank();
+        let mut a = labels("i", n);
+        a[n - 1] = "k".into();
+        let mut o = labels("i", n);
+        o[n - 1] = "l".into();
+        let spec =
+            ContractionSpec::parse(&format!("U[{}] = A[{}] * S[k,l]", o.join(","), a.join(",")))
+                .unwrap();
+        contract_dyn(&spec, &[&f.u, &f.s], T::one(), Executor::Pairwise)
+            .unwrap()
+            .0
+    };
+    let back = recombine(&su, &f.vh, &rows, &cols);
+    let d = max_diff(&back, &t);
+    prop_assert!(d < 1e-12 * scale, "reconstruction off by {d}");
+    // u and vh are isometries
+    prop_assert!(is_identity(&gram(&f.u, &urows, f.u.rank() - 1)) < 1e-12);
+    // the singular values are the dense matrix's
+    let dense = sorted_singular_values(&matricize(&t, &rows, &cols));
+    let nonzero: Vec<f64> = dense.into_iter().filter(|&x| x > 1e-13 * scale).collect();
+    prop_assert!(f.singular_values.len() >= nonzero.len());
+    for (i, a) in f.singular_values.iter().enumerate() {
+        let b = nonzero.get(i).copied().unwrap_or(0.0);
+        prop_assert!((a - b).abs() < 1e-12 * scale, "value {i}: {a} vs {b}");
+    }
+    // the legs: the row legs, then the bond; the bond, then the column legs
+    prop_assert_eq!(
+        &f.u.legs()[..rows.len()],
+        &rows
+            .iter()
+            .map(|&l| t.legs()[l].clone())
+            .collect::<Vec<_>>()[..]
+    );
+    prop_assert_eq!(f.vh.charge(), t.charge());
+    Ok(())
+}
+
+fn check_qr_lq<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+    let (t, rows, cols) = case::<T>(seed, sym);
+    let scale = t.norm().max(1.0);
+    let (q, r) = qr(&t, &rows, &cols).unwrap();
+    prop_assert!(max_diff(&recombine(&q, &r, &rows, &cols), &t) < 1e-12 * scale);
+    if q.num_blocks() > 0 {
+        prop_assert!(is_identity(&gram(&q, &[], q.rank() - 1)) < 1e-12);
+    }
+    let (l, q) = lq(&t, &rows, &cols).unwrap();
+    prop_assert!(max_diff(&recombine(&l, &q, &rows, &cols), &t) < 1e-12 * scale);
+    if q.num_blocks() > 0 {
+        // rows of q orthonormal: q * conj(q) over the column legs
+        let n = q.rank();
+        let mut a = labels("i", n);
+        let mut b = labels("i", n);
+        a[0] = "k".into();
+        b[0] = "l".into();
+        let spec = ContractionSpec::parse(&format!(
+            "G[k,l] = A[{}] * conj(B)[{}]",
+            a.join(","),
+            b.join(",")
+        ))
+        .unwrap();
+        let g = contract_dyn(&spec, &[&q, &q], T::one(), Executor::Pairwise)
+            .unwrap()
+            .0;
+        prop_assert!(is_identity(&g) < 1e-12);
+    }
+    Ok(())
+}
+
+fn check_eigh<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+    let mut rng = common::Rng(seed);
+    let s = common::symmetry(sym);
+    let r = 1 + rng.below(2);
+    let row_legs: Vec<Leg> = (0..r)
+        .map(|_| {
+            let sp = common::space(&mut rng, &s);
+            if rng.coin() {
+                Leg::out(&sp)
+            } else {
+                Leg::inc(&sp)
+            }
+        })
+        .collect();
+    let legs: Vec<Leg> = row_legs
+        .iter()
+        .cloned()
+        .chain(row_legs.iter().map(Leg::dual))
+        .collect();
+    let x = DynTensor::<T>::random(legs, s.zero(), seed).unwrap();
+    // h = x + x^dagger (x^dagger: conjugated, rows and columns exchanged)
+    let mut perm: Vec<usize> = (r..2 * r).collect();
+    perm.extend(0..r);
+    let xd = x
+        .conj()
+        .permuted(&perm, blockcontract::Conj::No, T::one())
+        .unwrap();
+    let h = x
+        .add(&DynTensor::from_dense(x.legs().to_vec(), s.zero(), &xd.to_dense()).unwrap())
+        .unwrap();
+    let rows: Vec<usize> = (0..r).collect();
+    let cols: Vec<usize> = (r..2 * r).collect();
+    let e = eigh(&h, &rows, &cols).unwrap();
+    // dense eigenvalues
+    let m = matricize(&h, &rows, &cols);
+    let mut want: Vec<f64> = if m.nrows() == 0 {
+        Vec::new()
+    } else {
+        m.as_ref()
+            .self_adjoint_eigenvalues(faer::Side::Lower)
+            .unwrap()
+            .into_iter()
+            .map(|x| T::from_real_impl(&x).re())
+            .collect()
+    };
+    want.sort_by(f64::total_cmp);
+    // the dense matrix also has the zero rows of absent sectors: compare the nonzero parts
+    let scale = h.norm().max(1.0);
+    let nz = |v: &[f64]| -> Vec<f64> {
+        v.iter()
+            .copied()
+            .filter(|x| x.abs() > 1e-10 * scale)
+            .collect()
+    };
+    let (a, b) = (nz(&e.values), nz(&want));
+    prop_assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        prop_assert!((x - y).abs() < 1e-10 * scale, "{x} vs {y}");
+    }
+    // h == v d v^dagger
+    let n = e.v.rank();
+    let mut a1 = labels("i", n);
+    a1[n - 1] = "k".into();
+    let mut b1 = labels("j", n);
+    b1[n - 1] = "l".into();
+    let out: Vec<String> = labels("i", r).into_iter().chain(labels("j", r)).collect();
+    let spec = ContractionSpec::parse(&format!(
+        "H[{}] = V[{}] * D[k,l] * conj(W)[{}]",
+        out.join(","),
+        a1.join(","),
+        b1.join(",")
+    ))
+    .unwrap();
+    let back = contract_dyn(&spec, &[&e.v, &e.d, &e.v], T::one(), Executor::Pairwise)
+        .unwrap()
+        .0;
+    prop_assert!(max_diff(&back, &h) < 1e-10 * scale);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn svd_matches_dense_f64(seed in any::<u64>(), sym in 0usize..5) { check_svd::<f64>(seed, sym)?; }
+
+    #[test]
+    fn svd_matches_dense_complex(seed in any::<u64>(), sym in 0usize..5) { check_svd::<Complex64>(seed, sym)?; }
+
+    #[test]
+    fn qr_and_lq_match_dense_f64(seed in any::<u64>(), sym in 0usize..5) { check_qr_lq::<f64>(seed, sym)?; }
+
+    #[test]
+    fn qr_and_lq_match_dense_complex(seed in any::<u64>(), sym in 0usize..5) { check_qr_lq::<Complex64>(seed, sym)?; }
+
+    #[test]
+    fn eigh_matches_dense_f64(seed in any::<u64>(), sym in 0usize..5) { check_eigh::<f64>(seed, sym)?; }
+
+    #[test]
+    fn eigh_matches_dense_complex(seed in any::<u64>(), sym in 0usize..5) { check_eigh::<Complex64>(seed, sym)?; }
+}
+
+#[test]
+fn truncation_keeps_the_largest_values_over_all_sectors() {
+    let u1 = blockcontract::Symmetry::u1();
+    let v = std::sync::Arc::new(
+        blockcontract::Space::block(&u1, &[(vec![-1], 6), (vec![0], 9), (vec![1], 5)]).unwrap(),
+    );
+    let p = std::sync::Arc::new(
+        blockcontract::Space::local(&u1, &[(vec![-1], 1), (vec![1], 1)]).unwrap(),
+    );
+    let t = DynTensor::<f64>::random(vec![Leg::inc(&v), Leg::inc(&p), Leg::out(&v)], u1.zero(), 3)
+        .unwrap();
+    let all = sorted_singular_values(&matricize(&t, &[0, 1], &[2]));
+    let total: f64 = all.iter().map(|x| x * x).sum();
+    for k in [1, 3, 7, 12] {
+        let f = svd(&t, &[0, 1], &[2], &Truncation::new(k, 0.0)).unwrap();
+        assert_eq!(f.singular_values.len(), k);
+        for (a, b) in f.singular_values.iter().zip(&all) {
+            assert!((a - b).abs() < 1e-12, "{k}: {a} vs {b}");
+        }
+        let disc: f64 = all[k..].iter().map(|x| x * x).sum::<f64>() / total;
+        assert!((f.discarded_weight - disc).abs() < 1e-12, "{k}");
+        assert_eq!(f.u.legs()[2].space.dim(), k);
+    }
+    // a relative cutoff drops the small values
+    let cut = all[4] / all[0] * 1.0001;
+    let f = svd(
+        &t,
+        &[0, 1],
+        &[2],
+        &Truncation {
+            max_dim: None,
+            cutoff: cut,
+        },
+    )
+    .unwrap();
+    assert_eq!(f.singular_values.len(), 4);
+}
+
+#[test]
+fn lanczos_finds_the_ground_state_of_a_dense_symmetric_matrix() {
+    let triv = blockcontract::Symmetry::none();
+    let n = 40;
+    let sp = std::sync::Arc::new(blockcontract::Space::block(&triv, &[(vec![], n)]).unwrap());
+    let h = DynTensor::<f64>::random(vec![Leg::out(&sp), Leg::inc(&sp)], triv.zero(), 11).unwrap();
+    // symmetrise: h + h^T
+    let hd = h.to_dense();
+    let sym = &hd + &hd.t();
+    let h = DynTensor::from_dense(h.legs().to_vec(), triv.zero(), &sym.into_dyn()).unwrap();
+    let spec = ContractionSpec::parse("Y[i] = H[i,j] * X[j]").unwrap();
+    let x0 = DynTensor::<f64>::random(vec![Leg::out(&sp)], triv.zero(), 5).unwrap();
+    let r = lanczos(
+        |x: &DynTensor<f64>| contract_dyn(&spec, &[&h, x], 1.0, Executor::Pairwise).map(|r| r.0),
+        &x0,
+        &LanczosOptions {
+            max_iter: n,
+            min_iter: 2,
+            tol: 1e-14,
+        },
+    )
+    .unwrap();
+    let m = matricize(&h, &[0], &[1]);
+    let e0 = m
+        .as_ref()
+        .self_adjoint_eigenvalues(faer::Side::Lower)
+        .unwrap()[0];
+    assert!((r.value - e0).abs() < 1e-10, "{} vs {e0}", r.value);
+    assert!(r.converged && r.applications <= n);
+    // H v = e v, to the square root of the energy tolerance (the energy converges quadratically
+    // faster than the vector)
+    let hv = contract_dyn(&spec, &[&h, &r.vector], 1.0, Executor::Pairwise)
+        .unwrap()
+        .0;
+    let mut res = hv.clone();
+    res.axpy(-r.value, &r.vector).unwrap();
+    assert!(res.norm() < 1e-5, "residual {}", res.norm());
+    assert!((r.vector.norm() - 1.0).abs() < 1e-12);
+}
+
+#[test]
+fn vector_operations_match_dense() {
+    let mut rng = common::Rng(9);
+    let s = common::symmetry(2);
+    let legs: Vec<Leg> = (0..3)
+        .map(|i| {
+            let sp = common::space(&mut rng, &s);
+            if i % 2 == 0 {
+                Leg::out(&sp)
+            } else {
+                Leg::inc(&sp)
+            }
+        })
+        .collect();
+    let a = common::tensor::<Complex64>(&mut rng, legs.clone(), true);
+    // another tensor of the same legs and charge, other blocks and memory order
+    let b = DynTensor::<Complex64>::random(legs, a.charge().clone(), 4)
+        .unwrap()
+        .relayout(&[2, 0, 1])
+        .unwrap();
+    let alpha = Complex64::new(0.5, -2.0);
+    let mut y = a.clone();
+    y.axpy(alpha, &b).unwrap();
+    let want = &a.to_dense() + &b.to_dense().mapv(|x| alpha * x);
+    assert!(common::rel_diff(&y.to_dense(), &want) < 1e-13);
+    let ip = a.inner(&b).unwrap();
+    let want: Complex64 = a
+        .to_dense()
+        .iter()
+        .zip(b.to_dense().iter())
+        .map(|(x, y)| x.conj() * y)
+        .sum();
+    assert!((ip - want).norm() < 1e-12 * want.norm().max(1.0));
+    assert!((a.inner(&a).unwrap().re - a.norm().powi(2)).abs() < 1e-10);
+    // other legs: a typed error, nothing changed
+    let other = a.conj();
+    assert!(matches!(
+        y.axpy(alpha, &other),
+        Err(Error::FlowMismatch { .. })
+    ));
+}
+
+#[test]
+fn bad_factorization_input_gets_typed_errors() {
+    let (t, _, _) = case::<f64>(1, 0);
+    let r = t.rank();
+    assert!(matches!(
+        svd(&t, &[0, 1], &[1], &Truncation::none()),
+        Err(Error::InvalidLegs { reason }) if reason.contains("leg 1")
+    ));
+    assert!(matches!(
+        svd(&t, &[0], &[r + 3], &Truncation::none()),
+        Err(Error::InvalidLegs { reason }) if reason.contains(&format!("leg {}", r + 3))
+    ));
+    assert!(matches!(qr(&t, &[0], &[]), Err(Error::InvalidLegs { .. })));
+    let cols: Vec<usize> = (1..r).collect();
+    assert!(matches!(
+        svd(&t, &[0], &cols, &Truncation { max_dim: None, cutoff: -1.0 }),
+        Err(Error::InvalidArgument { name, .. }) if name == "cutoff"
+    ));
+    assert!(matches!(
+        svd(&t, &[0], &cols, &Truncation::new(0, 0.0)),
+        Err(Error::InvalidArgument { name, .. }) if name == "max_dim"
+    ));
+    assert!(matches!(
+        eigh(&t, &[0], &cols),
+        Err(Error::InvalidLegs { .. } | Error::ChargeMismatch { .. })
+    ));
+}
