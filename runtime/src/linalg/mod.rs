@@ -4,19 +4,24 @@
 //! ground-state solver over any linear map.
 //!
 //! ```
-//! use blockcontract::linalg::{svd, Truncation};
-//! use blockcontract::{contract, DynTensor, Leg, Space, Symmetry, Tensor};
+//! use blockcontract_runtime::linalg::{svd, Truncation};
+//! use blockcontract_runtime::{contract_dyn, ContractionSpec, DynTensor, Executor, Leg, Space, Symmetry};
 //! use std::sync::Arc;
 //!
 //! let u1 = Symmetry::u1();
 //! let v = Arc::new(Space::block(&u1, &[(vec![-1], 3), (vec![0], 4), (vec![1], 3)])?);
 //! let p = Arc::new(Space::local(&u1, &[(vec![-1], 1), (vec![1], 1)])?);
+//! // an MPS tensor (left bond in, physical in, right bond out), split left | right
 //! let t = DynTensor::<f64>::random(vec![Leg::inc(&v), Leg::inc(&p), Leg::out(&v)], u1.zero(), 7)?;
-//! let f = svd(&t, &[0, 1], &[2], &Truncation::none())?;
-//! let (u, s, vh) = (Tensor::<f64, 3>::try_from(f.u)?, Tensor::<f64, 2>::try_from(f.s)?, Tensor::<f64, 2>::try_from(f.vh)?);
-//! let back = contract!(b[a, p, c] := u[a, p, k] * s[k, l] * vh[l, c])?;
-//! assert!(back.as_dyn().add(&t.conj().conj())?.norm() > 0.0);
-//! # Ok::<(), blockcontract::Error>(())
+//! let f = svd(&t, &[0, 1], &[2], &Truncation::new(8, 1e-14))?;
+//! assert_eq!(f.singular_values.len(), 8);
+//! // u * s * vh is the best rank-8 approximation of t
+//! let spec = ContractionSpec::parse("T[a,p,c] = U[a,p,k] * S[k,l] * V[l,c]")?;
+//! let (back, _) = contract_dyn(&spec, &[&f.u, &f.s, &f.vh], 1.0, Executor::Pairwise)?;
+//! let mut err = back.clone();
+//! err.axpy(-1.0, &t)?;
+//! assert!((err.norm().powi(2) / t.norm().powi(2) - f.discarded_weight).abs() < 1e-12);
+//! # Ok::<(), blockcontract_runtime::Error>(())
 //! ```
 
 mod factor;
