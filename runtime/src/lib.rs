@@ -36,5 +36,7 @@ pub use spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 pub use symmetry::{Charge, ChargeKind, Flow, Leg, Sector, Space, SpaceKind, Symmetry};
 pub use workload::Workload;
 
-pub use macro_support::{clear_plan_caches, plan_caches, set_plan_cache_capacity};
+pub use macro_support::{
+    clear_plan_caches, plan_cache_sites, plan_caches, set_plan_cache_capacity,
+};
 pub use plan::CacheStats;

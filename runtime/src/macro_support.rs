@@ -42,6 +42,11 @@ pub fn plan_caches() -> CacheStats {
     s
 }
 
+/// Counters and sizes of each `contract!` call site's plan cache that has run.
+pub fn plan_cache_sites() -> Vec<CacheStats> {
+    sites().iter().map(|s| s.plans.stats()).collect()
+}
+
 /// Drops every plan of every `contract!` call site (counters kept).
 pub fn clear_plan_caches() {
     for site in sites().iter() {

@@ -3,14 +3,14 @@
 
 use super::{Block, BlockKey};
 use crate::error::{Error, Result};
+use crate::hash::FxMap;
 use crate::symmetry::{Charge, Leg, Symmetry};
-use std::collections::HashMap;
 
 /// The blocks of a tensor and their lookup by key; shared between tensors of one structure.
 #[derive(Debug)]
 pub struct BlockIndex {
     pub(super) blocks: Vec<Block>,
-    pub(super) index: HashMap<BlockKey, usize>,
+    pub(super) index: FxMap<BlockKey, usize>,
     fp: u64,
 }
 

@@ -266,11 +266,17 @@ impl<T: Scalar> DynTensor<T> {
         Self::from_valid_keys_sized(legs, symmetry, charge, keys, Buffer::None)
     }
 
-    /// Same structure (legs, charge, blocks, layouts), all elements zero.
+    /// Same structure (legs, charge, blocks, layouts: the block index shared), all elements
+    /// zero.
     pub fn zeros_like(&self) -> Self {
-        let mut t = self.clone();
-        t.data.iter_mut().for_each(|x| *x = T::zero());
-        t
+        DynTensor {
+            legs: self.legs.clone(),
+            symmetry: self.symmetry.clone(),
+            charge: self.charge.clone(),
+            st: self.st.clone(),
+            data: vec![T::zero(); self.data.len()],
+            fp: self.fp.clone(),
+        }
     }
 
     /// Sets every stored element to `f(dense index)`.

@@ -56,7 +56,7 @@ pub fn fingerprint<T: Scalar>(spec_fp: u64, ops: &[&DynTensor<T>], options: &Pla
 }
 
 /// The default capacity of a plan cache, in bytes of plans (see [`PlanCache::set_capacity`]).
-pub const DEFAULT_CAPACITY: usize = 64 << 20;
+pub const DEFAULT_CAPACITY: usize = 256 << 20;
 
 /// Plans by structure fingerprint, least recently used evicted beyond a capacity in bytes;
 /// hit, miss and eviction counters. Usable in a `static`.
@@ -66,6 +66,7 @@ pub struct PlanCache {
     misses: AtomicU64,
     evictions: AtomicU64,
     capacity: AtomicUsize,
+    plan_nanos: AtomicU64,
 }
 
 /// Entries with their last use; a plan that cannot be made in place is cached as `None`.
@@ -82,7 +83,7 @@ struct Entry {
 }
 
 /// A snapshot of a cache's counters and size.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct CacheStats {
     /// Lookups that found a plan.
     pub hits: u64,
@@ -96,6 +97,8 @@ pub struct CacheStats {
     pub bytes: usize,
     /// The capacity in bytes.
     pub capacity: usize,
+    /// Seconds spent planning (the misses).
+    pub plan_seconds: f64,
 }
 
 impl CacheStats {
@@ -107,6 +110,7 @@ impl CacheStats {
         self.plans += o.plans;
         self.bytes += o.bytes;
         self.capacity += o.capacity;
+        self.plan_seconds += o.plan_seconds;
     }
 }
 
@@ -133,6 +137,7 @@ impl PlanCache {
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             capacity: AtomicUsize::new(bytes),
+            plan_nanos: AtomicU64::new(0),
         }
     }
     /// Changes the capacity (evicting at the next insertion if over it).
@@ -189,7 +194,10 @@ impl PlanCache {
             }
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
+        let t0 = std::time::Instant::now();
         let plan = plan()?.map(Arc::new);
+        self.plan_nanos
+            .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let bytes = plan.as_ref().map_or(64, |p| p.approx_bytes());
         let mut g = self.lock();
         self.evict(&mut g, bytes);
@@ -255,6 +263,7 @@ impl PlanCache {
             plans: g.map.as_ref().map_or(0, HashMap::len),
             bytes: g.bytes,
             capacity: self.capacity.load(Ordering::Relaxed),
+            plan_seconds: self.plan_nanos.load(Ordering::Relaxed) as f64 * 1e-9,
         }
     }
     /// Drops every plan (counters kept).

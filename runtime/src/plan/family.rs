@@ -6,7 +6,7 @@ use super::group::{Access, Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::single_cost;
 use super::step::{Keys, StepPlan};
-use std::collections::HashMap;
+use crate::hash::FxMap;
 
 pub(super) fn family_kind(ks: &Keys, ps: &[u32]) -> GroupKind {
     let distinct = |v: &Vec<u32>| {
@@ -51,7 +51,7 @@ pub(super) fn choose_family(
         })
         .sum();
     let by = |f: &dyn Fn(u32) -> u64| -> Vec<Vec<u32>> {
-        let mut m: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut m: FxMap<u64, Vec<u32>> = FxMap::default();
         for &p in ps {
             m.entry(f(p)).or_default().push(p);
         }
@@ -125,23 +125,38 @@ fn distinct(ps: &[u32], ids: &[u32]) -> usize {
 /// Rough cost of a concatenating group before layouts are known: operands packed, the
 /// output direct for rectangles and contraction-axis groups, scattered otherwise.
 fn concat_cost(sp: &StepPlan, ks: &Keys, ps: &[u32], model: &CostModel, sole_writer: bool) -> f64 {
-    let g = concat_group(sp, ks, ps, family_kind(ks, ps));
-    let mut packed = g.m * g.k + g.k * g.n;
-    if g.kind == GroupKind::FreeAxis && !sole_writer {
-        packed += 2 * g.m * g.n;
+    // the concatenated extents: each distinct row, inner and column key counted once
+    let extent = |ids: &[u32], dim: fn(&crate::step::PairGemm) -> usize| -> usize {
+        let mut v: Vec<(u32, usize)> = ps
+            .iter()
+            .map(|&p| (ids[p as usize], dim(&sp.pairs[p as usize])))
+            .collect();
+        v.sort_unstable();
+        v.dedup_by_key(|x| x.0);
+        v.iter().map(|x| x.1).sum()
+    };
+    let (m, k, n) = (
+        extent(&ks.r, |p| p.m),
+        extent(&ks.kk, |p| p.k),
+        extent(&ks.nn, |p| p.n),
+    );
+    let mut packed = m * k + k * n;
+    if family_kind(ks, ps) == GroupKind::FreeAxis && !sole_writer {
+        packed += 2 * m * n;
     }
-    model.gemm_s(g.m, g.n, g.k) + model.pack_s(packed)
+    model.gemm_s(m, n, k) + model.pack_s(packed)
 }
 
 /// Places a set of pairs in one `m x k` times `k x n` GEMM (rows: distinct row keys, inner:
 /// distinct contracted keys, columns: distinct column keys, each in first-seen order).
 pub(super) fn concat_group(sp: &StepPlan, ks: &Keys, ps: &[u32], kind: GroupKind) -> Group {
-    let mut roff: HashMap<u32, usize> = HashMap::new();
-    let mut koff: HashMap<u32, usize> = HashMap::new();
-    let mut noff: HashMap<u32, usize> = HashMap::new();
+    let mut roff: FxMap<u32, usize> = FxMap::default();
+    let mut koff: FxMap<u32, usize> = FxMap::default();
+    let mut noff: FxMap<u32, usize> = FxMap::default();
     let (mut m, mut k, mut n) = (0, 0, 0);
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut seen_a, mut seen_b, mut seen_c) = (HashMap::new(), HashMap::new(), HashMap::new());
+    let (mut seen_a, mut seen_b, mut seen_c): (FxMap<u32, ()>, FxMap<u32, ()>, FxMap<u32, ()>) =
+        Default::default();
     let mut flops = 0.0;
     for &p in ps {
         let pr = &sp.pairs[p as usize];

@@ -3,8 +3,8 @@
 
 use super::group::{Access, Group, GroupKind, Place};
 use super::step::StepPlan;
+use crate::hash::FxMap;
 use crate::view::{mat_shape, Layout, MatShape};
-use std::collections::HashMap;
 
 /// Output layout: the blocks of each rectangle or free-axis group that is their only writer
 /// tile one row-major `m x n` matrix, so its GEMM writes in place; every other block is
@@ -203,7 +203,7 @@ pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
             }
         }
     }
-    let mut comp: HashMap<usize, Vec<u32>> = HashMap::new();
+    let mut comp: FxMap<usize, Vec<u32>> = FxMap::default();
     for gi in 0..groups.len() {
         let r = find(&mut parent, gi);
         comp.entry(r).or_default().push(gi as u32);

@@ -4,12 +4,12 @@ use super::group::{Access, Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::single_cost;
 use super::step::StepPlan;
+use crate::hash::FxMap;
 use crate::step::PairGemm;
-use std::collections::HashMap;
 
 /// Singles of equal shape become batched groups where that pays (or always, when forced).
 pub(super) fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions) -> Vec<Group> {
-    let mut buckets: HashMap<(usize, usize, usize), Vec<u32>> = HashMap::new();
+    let mut buckets: FxMap<(usize, usize, usize), Vec<u32>> = FxMap::default();
     for p in singles {
         let pr = &sp.pairs[p as usize];
         buckets.entry((pr.m, pr.n, pr.k)).or_default().push(p);
@@ -51,16 +51,16 @@ fn group_singles(sp: &StepPlan, groups: Vec<Group>, opts: &PlanOptions) -> Vec<G
     let (singles, mut out): (Vec<Group>, Vec<Group>) = groups
         .into_iter()
         .partition(|g| g.kind == GroupKind::Single);
-    let mut calls: Vec<(Vec<u32>, std::collections::HashSet<u32>)> = Vec::new();
+    let mut calls: Vec<(Vec<u32>, FxMap<u32, ()>)> = Vec::new();
     for g in &singles {
         let p = g.pairs[0];
         let c = sp.pairs[p as usize].c;
-        match calls.iter_mut().find(|(_, cs)| !cs.contains(&c)) {
+        match calls.iter_mut().find(|(_, cs)| !cs.contains_key(&c)) {
             Some((ps, cs)) => {
                 ps.push(p);
-                cs.insert(c);
+                cs.insert(c, ());
             }
-            None => calls.push((vec![p], [c].into_iter().collect())),
+            None => calls.push((vec![p], [(c, ())].into_iter().collect())),
         }
     }
     let m = &opts.model;

@@ -10,10 +10,10 @@ use super::options::PlanOptions;
 use super::price::finalize;
 use crate::block::{Block, BlockIndex, BlockKey, DynTensor};
 use crate::error::{Error, Result};
+use crate::hash::{FxMap, InlineKey};
 use crate::scalar::{Conj, Scalar};
 use crate::step::{enumerate, geometry, Geometry, PairGemm, Side, StepDesc};
 use crate::view::{mat_shape, Layout, MatShape};
-use std::collections::HashMap;
 use std::sync::Arc;
 
 /// The plan of one pairwise step.
@@ -102,32 +102,25 @@ pub(super) struct Keys {
     pub(super) kk_class: Vec<u32>,
 }
 
-fn intern(map: &mut HashMap<Vec<u32>, u32>, key: Vec<u32>) -> u32 {
+fn intern(map: &mut FxMap<InlineKey, u32>, key: InlineKey) -> u32 {
     let n = map.len() as u32;
     *map.entry(key).or_insert(n)
 }
 
 fn keys<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry, pairs: &[PairGemm]) -> Keys {
-    let (mut rm, mut km, mut nm, mut cm) = (
-        HashMap::new(),
-        HashMap::new(),
-        HashMap::new(),
-        HashMap::new(),
-    );
+    let (mut rm, mut km, mut nm) = (FxMap::default(), FxMap::default(), FxMap::default());
+    let mut cm: FxMap<Vec<i64>, u32> = FxMap::default();
     let mut a_row = Vec::new();
     let mut a_kk = Vec::new();
     let mut kk_charge: Vec<Vec<i64>> = Vec::new();
     let sign = if g.conj.0 == Conj::Yes { -1 } else { 1 };
     for blk in a.blocks() {
-        a_row.push(intern(
-            &mut rm,
-            g.a_free.iter().map(|&l| blk.key[l]).collect(),
-        ));
-        let kkey: Vec<u32> = g.a_contr.iter().map(|&l| blk.key[l]).collect();
-        let id = intern(&mut km, kkey.clone());
+        a_row.push(intern(&mut rm, InlineKey::pick(&blk.key, &g.a_free)));
+        let id = intern(&mut km, InlineKey::pick(&blk.key, &g.a_contr));
         if id as usize == kk_charge.len() {
             let mut q = g.symmetry.zero();
-            for (&l, &s) in g.a_contr.iter().zip(&kkey) {
+            for &l in &g.a_contr {
+                let s = blk.key[l];
                 let leg = &a.legs()[l];
                 g.symmetry.add_signed(
                     &mut q,
@@ -142,11 +135,14 @@ fn keys<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry, pairs: &[Pa
     let b_nn: Vec<u32> = b
         .blocks()
         .iter()
-        .map(|blk| intern(&mut nm, g.b_free.iter().map(|&l| blk.key[l]).collect()))
+        .map(|blk| intern(&mut nm, InlineKey::pick(&blk.key, &g.b_free)))
         .collect();
     let kk_class: Vec<u32> = kk_charge
         .into_iter()
-        .map(|q| intern(&mut cm, q.iter().map(|&x| x as u32).collect()))
+        .map(|q| {
+            let n = cm.len() as u32;
+            *cm.entry(q).or_insert(n)
+        })
         .collect();
     Keys {
         r: pairs.iter().map(|p| a_row[p.a as usize]).collect(),
@@ -217,7 +213,7 @@ pub fn plan_step_with<T: Scalar>(
     };
     let model = opts.model;
     // pairs by coupled sector (the charge carried across the contracted legs)
-    let mut classes: HashMap<u32, Vec<u32>> = HashMap::new();
+    let mut classes: FxMap<u32, Vec<u32>> = FxMap::default();
     for (i, p) in sp.pairs.iter().enumerate() {
         if p.m * p.n * p.k > 0 {
             classes
@@ -254,8 +250,9 @@ pub fn plan_step_with<T: Scalar>(
                 .collect();
         }
     }
+    let c_off: Vec<usize> = sp.out_layouts.iter().map(|l| l.offset).collect();
     for gr in &mut groups {
-        finalize(&sp, gr, &model);
+        finalize(&sp, gr, &model, &c_off);
     }
     sp.zero_blocks = first_writes(&mut groups, sp.out_keys.len());
     sp.components = components(&groups, sp.out_keys.len());

@@ -1,8 +1,8 @@
 //! Charges (U(1), Z_n and their products), sectors, flows, spaces and legs.
 
 use crate::error::{Error, Result};
+use crate::hash::FxMap;
 use crate::scalar::Conj;
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -214,7 +214,7 @@ pub struct Space {
     sectors: Vec<Sector>,
     kind: SpaceKind,
     offsets: Vec<usize>,
-    lookup: HashMap<Charge, usize>,
+    lookup: FxMap<Charge, usize>,
     fp: u64,
 }
 
@@ -234,7 +234,7 @@ impl Space {
         kind: SpaceKind,
     ) -> Result<Self> {
         let mut out = Vec::with_capacity(sectors.len());
-        let mut lookup = HashMap::new();
+        let mut lookup = FxMap::default();
         for (i, (q, d)) in sectors.iter().enumerate() {
             let charge = symmetry.charge(q)?;
             if let Some(j) = lookup.insert(charge.clone(), i) {

@@ -1,0 +1,135 @@
+//! Finite two-site DMRG, every contraction written with `contract!`, printing the lines of
+//! TeNPy's DMRG (`../shared/peers/dmrg_peer.py`) with the same settings, so that the two
+//! compare line by line, then the plan cache's counters and the time per phase.
+//!
+//! `cargo run --release --example dmrg -- --model heisenberg --L 64 --chi 32,64,128 --sweeps 2,2,2`
+
+mod engine;
+mod model;
+
+use blockcontract::Error;
+use clap::Parser;
+use std::time::Instant;
+
+/// Command-line options (those of `dmrg_peer.py`).
+#[derive(Parser, Debug)]
+#[command(about = "Two-site DMRG on block-sparse tensors (TeNPy's settings and output)")]
+struct Args {
+    /// `heisenberg` (S=1/2 chain, U(1)) or `hubbard` (Fermi-Hubbard, t=1, U=4, U(1)xU(1)).
+    #[arg(long)]
+    model: String,
+    /// Number of sites.
+    #[arg(long = "L")]
+    l: usize,
+    /// Bond dimension per stage, comma separated.
+    #[arg(long, default_value = "64,128")]
+    chi: String,
+    /// Sweeps per stage, comma separated (the last repeats for the remaining stages).
+    #[arg(long, default_value = "2,2")]
+    sweeps: String,
+    /// Threads for the dense factorizations.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+}
+
+/// A comma-separated list of positive integers, or an error naming the option.
+fn list(name: &str, s: &str) -> Result<Vec<usize>, Error> {
+    let v: Result<Vec<usize>, _> = s.split(',').map(|x| x.trim().parse::<usize>()).collect();
+    match v {
+        Ok(v) if !v.is_empty() && v.iter().all(|&x| x > 0) => Ok(v),
+        _ => Err(Error::InvalidArgument {
+            name: name.into(),
+            reason: format!("`{s}` is not a comma-separated list of positive integers"),
+        }),
+    }
+}
+
+/// Python's `%.3e`: a signed exponent of at least two digits.
+fn sci(x: f64) -> String {
+    let s = format!("{x:.3e}");
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let (sign, digits) = match e.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', e),
+            };
+            format!("{m}e{sign}{digits:0>2}")
+        }
+        None => s,
+    }
+}
+
+fn run(args: &Args) -> Result<(), Error> {
+    let chis = list("--chi", &args.chi)?;
+    let mut sweeps = list("--sweeps", &args.sweeps)?;
+    while sweeps.len() < chis.len() {
+        sweeps.push(*sweeps.last().unwrap_or(&1));
+    }
+    if args.threads == 0 {
+        return Err(Error::InvalidArgument {
+            name: "--threads".into(),
+            reason: "at least 1".into(),
+        });
+    }
+    blockcontract::linalg::set_threads(args.threads);
+    let model = model::by_name(&args.model)?;
+    let t_start = Instant::now();
+    let mut dmrg = engine::Dmrg::new(&model, args.l)?;
+    let mut total = dmrg.phases.environments;
+    let (mut energy, mut apps, mut count) = (f64::NAN, 0usize, 0usize);
+    for (&chi, &n) in chis.iter().zip(&sweeps) {
+        for _ in 0..n {
+            let r = dmrg.sweep(chi)?;
+            println!(
+                "sweep {} chi {} E {:.12} max_trunc_err {} time_s {:.3}",
+                r.sweep,
+                r.chi,
+                r.energy,
+                sci(r.max_trunc_err),
+                r.seconds
+            );
+            total += r.seconds;
+            energy = r.energy;
+            apps += r.applications;
+            count += 1;
+        }
+    }
+    println!(
+        "total {} L {} E {:.12} time_s {:.3} sweeps {} lanczos_vectors {}",
+        model.name, args.l, energy, total, count, apps
+    );
+    let c = blockcontract::plan_caches();
+    let p = dmrg.phases;
+    let wall = t_start.elapsed().as_secs_f64();
+    println!(
+        "# plans: {} hits, {} misses ({:.1}% reused), {} evictions, {} plans held ({:.1} MB of {:.0} MB); planning {:.3} s ({:.1}% of the run)",
+        c.hits,
+        c.misses,
+        100.0 * c.hits as f64 / (c.hits + c.misses).max(1) as f64,
+        c.evictions,
+        c.plans,
+        c.bytes as f64 / 1e6,
+        c.capacity as f64 / 1e6,
+        c.plan_seconds,
+        100.0 * c.plan_seconds / wall
+    );
+    println!(
+        "# phases: heff (Lanczos) {:.3} s ({:.1}%), factorize {:.3} s ({:.1}%), environments {:.3} s ({:.1}%); max bond {}",
+        p.heff,
+        100.0 * p.heff / wall,
+        p.factorize,
+        100.0 * p.factorize / wall,
+        p.environments,
+        100.0 * p.environments / wall,
+        dmrg.max_bond()
+    );
+    Ok(())
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(&args) {
+        eprintln!("error: {e}");
+        std::process::exit(2);
+    }
+}

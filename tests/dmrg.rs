@@ -1,0 +1,147 @@
+//! The DMRG example against exact diagonalisation: the Heisenberg chain (L = 10) and the
+//! Fermi-Hubbard chain (L = 6, half filling) at bond dimensions that hold their ground states
+//! exactly, to 1e-10; and the plan caches staying under their capacity over a whole run.
+
+#[path = "../examples/dmrg/engine.rs"]
+mod engine;
+#[path = "../examples/dmrg/model.rs"]
+mod model;
+
+use faer::Mat;
+
+/// The lowest eigenvalue of a dense symmetric matrix.
+fn ground(h: &Mat<f64>) -> f64 {
+    h.as_ref()
+        .self_adjoint_eigenvalues(faer::Side::Lower)
+        .unwrap()[0]
+}
+
+/// The S=1/2 Heisenberg chain on `l` sites in its Sz = 0 sector, built from spin flips.
+fn heisenberg_exact(l: usize) -> f64 {
+    let states: Vec<u32> = (0..1u32 << l)
+        .filter(|s| s.count_ones() as usize * 2 == l)
+        .collect();
+    let index = |s: u32| states.binary_search(&s).unwrap();
+    let mut h = Mat::<f64>::zeros(states.len(), states.len());
+    for (j, &s) in states.iter().enumerate() {
+        for i in 0..l - 1 {
+            let (a, b) = ((s >> i) & 1, (s >> (i + 1)) & 1);
+            h[(j, j)] += if a == b { 0.25 } else { -0.25 };
+            if a != b {
+                let t = s ^ (0b11 << i);
+                h[(index(t), j)] += 0.5;
+            }
+        }
+    }
+    ground(&h)
+}
+
+/// The Fermi-Hubbard chain (t = 1, U = 4) on `l` sites at half filling and Sz = 0: modes
+/// ordered (1 up, 1 down, 2 up, ...), hopping signs from the modes in between.
+fn hubbard_exact(l: usize) -> f64 {
+    let (t, u) = (1.0, 4.0);
+    let modes = 2 * l;
+    let count = |s: u32, m: usize| -> u32 { (0..l).map(|i| (s >> (2 * i + m)) & 1).sum() };
+    let states: Vec<u32> = (0..1u32 << modes)
+        .filter(|&s| count(s, 0) as usize * 2 == l && count(s, 1) as usize * 2 == l)
+        .collect();
+    let index = |s: u32| states.binary_search(&s).unwrap();
+    let mut h = Mat::<f64>::zeros(states.len(), states.len());
+    for (j, &s) in states.iter().enumerate() {
+        for i in 0..l {
+            if (s >> (2 * i)) & 1 == 1 && (s >> (2 * i + 1)) & 1 == 1 {
+                h[(j, j)] += u;
+            }
+        }
+        for i in 0..l - 1 {
+            for m in 0..2 {
+                let (a, b) = (2 * i + m, 2 * (i + 1) + m);
+                // c+_a c_b and c+_b c_a: one occupied, the other empty
+                if ((s >> a) & 1) != ((s >> b) & 1) {
+                    let between = (s >> (a + 1)) & ((1u32 << (b - a - 1)) - 1);
+                    let sign = if between.count_ones().is_multiple_of(2) {
+                        1.0
+                    } else {
+                        -1.0
+                    };
+                    let t2 = s ^ (1 << a) ^ (1 << b);
+                    h[(index(t2), j)] += -t * sign;
+                }
+            }
+        }
+    }
+    ground(&h)
+}
+
+/// DMRG energy after `sweeps` sweeps at bond dimension `chi`; checks each sweep's report.
+fn dmrg(model: &model::Model, l: usize, chi: usize, sweeps: usize) -> f64 {
+    let mut d = engine::Dmrg::new(model, l).unwrap();
+    let mut e = f64::NAN;
+    for k in 0..sweeps {
+        let r = d.sweep(chi).unwrap();
+        assert_eq!((r.sweep, r.chi), (k + 1, chi));
+        assert!(r.max_trunc_err >= 0.0 && r.seconds >= 0.0 && r.applications > 0);
+        assert!(
+            d.max_bond() <= chi,
+            "{}: bond {} over {chi}",
+            model.name,
+            d.max_bond()
+        );
+        e = r.energy;
+    }
+    e
+}
+
+#[test]
+fn dmrg_finds_the_exact_ground_state_energy_of_small_chains() {
+    // a small capacity, so that the bound is exercised over the runs below
+    let cap = 1 << 20;
+    blockcontract::set_plan_cache_capacity(cap);
+
+    let exact = heisenberg_exact(10);
+    let e = dmrg(&model::heisenberg().unwrap(), 10, 32, 4);
+    assert!(
+        (e - exact).abs() < 1e-10,
+        "Heisenberg L=10: {e} vs exact {exact}"
+    );
+
+    let exact = hubbard_exact(6);
+    let e = dmrg(&model::hubbard().unwrap(), 6, 64, 4);
+    assert!(
+        (e - exact).abs() < 1e-10,
+        "Hubbard L=6: {e} vs exact {exact}"
+    );
+
+    let sites = blockcontract::plan_cache_sites();
+    assert!(!sites.is_empty());
+    for s in &sites {
+        assert!(s.bytes <= s.capacity, "{s:?}");
+    }
+    assert!(
+        sites.iter().map(|s| s.evictions).sum::<u64>() > 0,
+        "the bound was never reached"
+    );
+    assert!(sites.iter().map(|s| s.hits).sum::<u64>() > 0);
+}
+
+#[test]
+fn bad_dmrg_arguments_get_typed_errors() {
+    assert!(matches!(
+        model::by_name("ising"),
+        Err(blockcontract::Error::InvalidArgument { ref name, .. }) if name == "--model"
+    ));
+    let m = model::by_name("heisenberg").unwrap();
+    assert!(matches!(
+        engine::Dmrg::new(&m, 2),
+        Err(blockcontract::Error::InvalidArgument { ref name, .. }) if name == "--L"
+    ));
+}
+
+#[test]
+fn exact_references_are_right() {
+    // two-site checks of the exact diagonalisation itself: S.S singlet -3/4; the Hubbard dimer
+    // at half filling (U = 4, t = 1): (U - sqrt(U^2 + 16 t^2)) / 2
+    assert!((heisenberg_exact(2) + 0.75).abs() < 1e-12);
+    let want = (4.0 - (16.0f64 + 16.0).sqrt()) / 2.0;
+    assert!((hubbard_exact(2) - want).abs() < 1e-12);
+}
