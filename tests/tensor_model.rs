@@ -1,6 +1,9 @@
 //! The tensor model's construction paths and their errors.
 
-use blockcontract::{ChargeKind, DynTensor, Error, Flow, Leg, Space, Symmetry, Tensor};
+use blockcontract::{
+    contract_dyn, ChargeKind, ContractionSpec, DynTensor, Error, Executor, Flow, Leg, Space,
+    Symmetry, Tensor,
+};
 use ndarray::{ArrayD, IxDyn};
 use std::sync::Arc;
 
@@ -83,7 +86,7 @@ fn explicit_blocks_are_validated() {
 #[test]
 fn mixed_symmetries_and_bad_charges_are_errors() {
     let (u1, v, _) = setup();
-    let z2 = Symmetry::zn(2);
+    let z2 = Symmetry::zn(2).unwrap();
     let w = Arc::new(Space::block(&z2, &[(vec![0], 1), (vec![1], 1)]).unwrap());
     assert!(matches!(
         DynTensor::<f64>::zeros(vec![Leg::out(&v), Leg::inc(&w)], u1.zero()),
@@ -150,4 +153,76 @@ fn rank_zero_tensors_need_a_neutral_charge() {
     assert_eq!(s.num_blocks(), 1);
     let s1 = DynTensor::<f64>::zeros_in(&u1, vec![], u1.charge(&[1]).unwrap()).unwrap();
     assert_eq!(s1.num_blocks(), 0);
+}
+
+#[test]
+fn sizes_are_checked_never_an_abort_or_a_wrong_buffer() {
+    let u1 = Symmetry::u1();
+    let huge = Arc::new(Space::block(&u1, &[(vec![0], 1 << 40)]).unwrap());
+    // 2^40 x 2^40 elements: more than the address space
+    let e = DynTensor::<f64>::zeros(vec![Leg::out(&huge), Leg::inc(&huge)], u1.zero()).unwrap_err();
+    assert!(
+        matches!(e, Error::TooLarge { ref what, ref reason } if what.contains("1099511627776") && reason.contains("[1099511627776, 1099511627776]")),
+        "{e}"
+    );
+    // 2^40 elements fit the address space but not this machine: a typed error, not an abort
+    let e = DynTensor::<f64>::zeros(vec![Leg::out(&huge)], u1.zero()).unwrap_err();
+    assert!(
+        matches!(e, Error::TooLarge { ref reason, .. } if reason.contains("cannot allocate")),
+        "{e}"
+    );
+    // a space whose dimension overflows
+    let e = Space::block(&u1, &[(vec![0], usize::MAX), (vec![1], 2)]).unwrap_err();
+    assert!(matches!(e, Error::TooLarge { .. }), "{e}");
+    // a contraction whose result cannot be held: the outer product of two 2^20-vectors
+    let big = Arc::new(Space::block(&u1, &[(vec![0], 1 << 20)]).unwrap());
+    let a = DynTensor::<f64>::zeros(vec![Leg::out(&big)], u1.zero()).unwrap();
+    let b = DynTensor::<f64>::zeros(vec![Leg::inc(&big)], u1.zero()).unwrap();
+    let spec = ContractionSpec::parse("C[i,j] = A[i] * B[j]").unwrap();
+    for exec in [Executor::Pairwise, Executor::Planned, Executor::Dense] {
+        let e = contract_dyn(&spec, &[&a, &b], 1.0, exec).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { .. }), "{exec:?}: {e}");
+    }
+}
+
+#[test]
+fn rank_zero_results_hold_their_element() {
+    let (u1, v, _) = setup();
+    let a = DynTensor::<f64>::from_fn(vec![Leg::out(&v), Leg::inc(&v)], u1.zero(), None, |i| {
+        (i[0] + i[1]) as f64
+    })
+    .unwrap();
+    // a full contraction: the trace of a * a^T
+    let spec = ContractionSpec::parse("S[] = A[i,j] * B[i,j]").unwrap();
+    let b = a.conj();
+    for exec in [Executor::Pairwise, Executor::Planned, Executor::Dense] {
+        let (s, _) = contract_dyn(&spec, &[&a, &b], 1.0, exec).unwrap();
+        assert_eq!(s.rank(), 0);
+        assert_eq!(s.data().len(), 1, "{exec:?}");
+        let want: f64 = a.to_dense().iter().map(|x| x * x).sum();
+        assert!((s.scalar().unwrap() - want).abs() < 1e-9, "{exec:?}");
+    }
+    // blocks that never meet: the result is still one element, zero
+    let empty =
+        DynTensor::<f64>::zeros_with_blocks(vec![Leg::inc(&v), Leg::out(&v)], u1.zero(), &[])
+            .unwrap();
+    let (s, _) = contract_dyn(&spec, &[&a, &empty.conj().conj()], 1.0, Executor::Planned).unwrap();
+    assert_eq!(s.data(), &[0.0]);
+    assert!(matches!(a.scalar(), Err(Error::RankMismatch { .. })));
+}
+
+#[test]
+fn degenerate_symmetries_are_rejected() {
+    assert!(matches!(
+        Symmetry::zn(0),
+        Err(Error::InvalidSymmetry { .. })
+    ));
+    assert!(matches!(
+        Symmetry::new(vec![ChargeKind::U1, ChargeKind::Zn(0)]),
+        Err(Error::InvalidSymmetry { ref reason }) if reason.contains("component 1")
+    ));
+    assert_eq!(
+        Symmetry::zn(1).unwrap().charge(&[5]).unwrap().values(),
+        &[0]
+    );
 }

@@ -29,7 +29,13 @@ pub mod workload;
 
 pub use block::{Block, BlockKey, DynTensor, Tensor};
 pub use error::{CudaError, Error, Result};
+
 pub use exec::{contract_dyn, execute, Executor, RunStats};
+/// The array crate the dense conversions take and return (`to_dense`, `from_dense`).
+pub use ndarray;
+/// The complex numbers the complex element type is made of.
+pub use num_complex;
+pub use num_complex::Complex64;
 pub use plan::{build_plan, CostModel, GroupKind, Plan, PlanCache, PlanOptions};
 pub use scalar::{Conj, DType, Scalar};
 pub use spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};

@@ -29,7 +29,7 @@ impl Rng {
 pub fn symmetry(which: usize) -> Symmetry {
     match which % 5 {
         0 => Symmetry::u1(),
-        1 => Symmetry::zn(2),
+        1 => Symmetry::zn(2).unwrap(),
         2 => Symmetry::new(vec![ChargeKind::U1, ChargeKind::U1]).unwrap(),
         3 => Symmetry::new(vec![ChargeKind::U1, ChargeKind::Zn(3)]).unwrap(),
         _ => Symmetry::none(),

@@ -29,6 +29,48 @@ pub struct Block {
     pub layout: Layout,
 }
 
+/// The most elements one tensor may hold (an allocation of at most `isize::MAX` bytes).
+pub(crate) fn max_elements<T>() -> usize {
+    isize::MAX as usize / std::mem::size_of::<T>().max(1)
+}
+
+/// The product of `dims`, or None when it overflows.
+pub(crate) fn checked_len(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+}
+
+/// A tensor's legs in words, for errors: `a tensor of dense shape [..]`.
+pub(crate) fn describe(legs: &[Leg]) -> String {
+    let dims: Vec<usize> = legs.iter().map(|l| l.space.dim()).collect();
+    format!("a tensor of {} legs, dense shape {dims:?}", legs.len())
+}
+
+/// `n` zero elements, allocated zeroed (fresh pages cost no memset), or `TooLarge` naming
+/// `what` when the memory is not there: never an abort.
+pub(crate) fn zeroed_buffer<T: Scalar>(n: usize, what: impl FnOnce() -> String) -> Result<Vec<T>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let too_large = |what: String| Error::TooLarge {
+        what,
+        reason: format!(
+            "cannot allocate {n} elements ({:.2} GB)",
+            n as f64 * std::mem::size_of::<T>() as f64 / 1e9
+        ),
+    };
+    let Ok(layout) = std::alloc::Layout::array::<T>(n) else {
+        return Err(too_large(what()));
+    };
+    // SAFETY: `layout` has a nonzero size (n > 0 and every Scalar is nonzero-sized).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) } as *mut T;
+    if ptr.is_null() {
+        return Err(too_large(what()));
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of `n` elements of
+    // `T`; every Scalar (f64, f32, Complex64) is valid, and zero, as all-zero bytes.
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 /// Whether a new tensor gets its buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Buffer {
@@ -70,7 +112,7 @@ impl<T: Scalar> DynTensor<T> {
         let symmetry = symmetry.clone();
         check_charge(&symmetry, &charge)?;
         let keys = allowed_keys(&legs, &symmetry, &charge);
-        Ok(Self::from_valid_keys(legs, symmetry, charge, keys))
+        Self::from_valid_keys(legs, symmetry, charge, keys)
     }
 
     /// A tensor storing exactly the listed blocks (sector positions per leg), all zero.
@@ -93,7 +135,7 @@ impl<T: Scalar> DynTensor<T> {
                 reason: "listed twice".into(),
             });
         }
-        Ok(Self::from_valid_keys(legs, symmetry, charge, keys))
+        Self::from_valid_keys(legs, symmetry, charge, keys)
     }
 
     /// Checks a block list against legs and charge without allocating the tensor.
@@ -129,13 +171,14 @@ impl<T: Scalar> DynTensor<T> {
         Ok(t)
     }
 
-    /// Builds from sorted, already-validated keys, blocks contiguous row-major in key order.
+    /// Builds from sorted, already-validated keys, blocks contiguous row-major in key order;
+    /// sizes checked (`TooLarge`, never an overflow or an abort).
     pub(crate) fn from_valid_keys(
         legs: Vec<Leg>,
         symmetry: Symmetry,
         charge: Charge,
         keys: Vec<BlockKey>,
-    ) -> Self {
+    ) -> Result<Self> {
         Self::from_valid_keys_sized(legs, symmetry, charge, keys, Buffer::Zeroed)
     }
 
@@ -145,30 +188,42 @@ impl<T: Scalar> DynTensor<T> {
         charge: Charge,
         keys: Vec<BlockKey>,
         buffer: Buffer,
-    ) -> Self {
+    ) -> Result<Self> {
         let mut blocks = Vec::with_capacity(keys.len());
-        let mut offset = 0;
+        let mut offset = 0usize;
+        let limit = max_elements::<T>();
         for key in keys {
             let dims: Vec<usize> = key
                 .iter()
                 .zip(&legs)
                 .map(|(&s, l)| l.space.dim_of(s as usize))
                 .collect();
+            let next = checked_len(&dims)
+                .and_then(|n| offset.checked_add(n))
+                .filter(|&n| n <= limit)
+                .ok_or_else(|| Error::TooLarge {
+                    what: describe(&legs),
+                    reason: format!(
+                        "block {:?} of dims {dims:?} takes the tensor past {limit} elements",
+                        key.iter().map(|&x| x as usize).collect::<Vec<_>>()
+                    ),
+                })?;
             let layout = Layout::row_major(&dims, offset);
-            offset += layout.len();
+            offset = next;
             blocks.push(Block { key, layout });
         }
-        DynTensor {
+        let data = match buffer {
+            Buffer::Zeroed => zeroed_buffer(offset, || describe(&legs))?,
+            Buffer::None => Vec::new(),
+        };
+        Ok(DynTensor {
             legs,
             symmetry,
             charge,
             st: Arc::new(BlockIndex::new(blocks)),
-            data: match buffer {
-                Buffer::Zeroed => vec![T::zero(); offset],
-                Buffer::None => Vec::new(),
-            },
+            data,
             fp: Default::default(),
-        }
+        })
     }
 
     /// The same tensor with every block re-stored so that its axes lie in memory in
@@ -262,7 +317,7 @@ impl<T: Scalar> DynTensor<T> {
         symmetry: Symmetry,
         charge: Charge,
         keys: Vec<BlockKey>,
-    ) -> Self {
+    ) -> Result<Self> {
         Self::from_valid_keys_sized(legs, symmetry, charge, keys, Buffer::None)
     }
 
@@ -348,6 +403,18 @@ impl<T: Scalar> DynTensor<T> {
     /// Gives up the buffer (for reuse).
     pub(crate) fn into_data(self) -> Vec<T> {
         self.data
+    }
+    /// The value of a rank-0 tensor (a full contraction): its one element, or zero when its
+    /// charge forbids any; `RankMismatch` for a tensor with legs.
+    pub fn scalar(&self) -> Result<T> {
+        if self.rank() != 0 {
+            return Err(Error::RankMismatch {
+                what: "scalar() of a tensor".into(),
+                expected: 0,
+                found: self.rank(),
+            });
+        }
+        Ok(self.data.first().copied().unwrap_or_else(T::zero))
     }
     /// The whole buffer, mutable.
     pub fn data_mut(&mut self) -> &mut [T] {

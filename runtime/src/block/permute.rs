@@ -30,7 +30,7 @@ impl<T: Scalar> DynTensor<T> {
             .map(|b| perm.iter().map(|&p| b.key[p]).collect())
             .collect();
         keys.sort();
-        let mut out = DynTensor::<T>::from_valid_keys(legs, sym.clone(), charge, keys);
+        let mut out = DynTensor::<T>::from_valid_keys(legs, sym.clone(), charge, keys)?;
         let out_blocks = out.st.clone();
         for b in blocks {
             let key: Vec<u32> = perm.iter().map(|&p| b.key[p]).collect();

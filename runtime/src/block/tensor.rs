@@ -59,6 +59,26 @@ impl<T: Scalar, const N: usize> Tensor<T, N> {
     pub fn conj(&self) -> Self {
         Tensor(self.0.conj())
     }
+    /// Same structure, all elements zero.
+    pub fn zeros_like(&self) -> Self {
+        Tensor(self.0.zeros_like())
+    }
+    /// The same tensor with its blocks re-stored in the axis order `axis_order`.
+    pub fn relayout(&self, axis_order: &[usize; N]) -> Result<Self> {
+        Ok(Tensor(self.0.relayout(axis_order)?))
+    }
+    /// `alpha * op(self)` with legs permuted (see [`DynTensor::permuted`]).
+    pub fn permuted(&self, perm: &[usize; N], conj: crate::scalar::Conj, alpha: T) -> Result<Self> {
+        Ok(Tensor(self.0.permuted(perm, conj, alpha)?))
+    }
+    /// `self + x`.
+    pub fn add(&self, x: &Self) -> Result<Self> {
+        Ok(Tensor(self.0.add(&x.0)?))
+    }
+    /// A random tensor with every allowed block (see [`DynTensor::random`]).
+    pub fn random(legs: [Leg; N], charge: Charge, seed: u64) -> Result<Self> {
+        Ok(Tensor(DynTensor::random(legs.to_vec(), charge, seed)?))
+    }
 }
 
 impl<T: Scalar, const N: usize> TryFrom<DynTensor<T>> for Tensor<T, N> {

@@ -83,7 +83,7 @@ fn split(sp: &StepPlan, threads: usize) -> Split {
 
 /// A GEMM that faer runs faster on several threads (measured: not for thin or small ones).
 fn big_gemm(m: usize, n: usize, k: usize) -> bool {
-    m.min(n).min(k) >= 96 && m * n * k >= 1 << 21
+    m.min(n).min(k) >= 96 && (m as f64) * (n as f64) * (k as f64) >= (1u64 << 21) as f64
 }
 
 /// Runs one planned step into `out` (`out_len` elements). With `Accum::Replace` the output

@@ -15,7 +15,7 @@ pub mod reference;
 
 pub use cpu::run_step;
 
-use crate::block::DynTensor;
+use crate::block::{zeroed_buffer, DynTensor};
 use crate::error::{Error, Result};
 use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
@@ -154,8 +154,9 @@ pub fn execute<T: Scalar>(
         ));
     }
     let last = plan.steps.len() - 1;
-    // calloc'd: fresh pages come zeroed from the OS, so this costs no memset
-    let mut out = vec![T::zero(); plan.steps[last].plan.out_len];
+    // zeroed allocation: fresh pages come zeroed from the OS, so this costs no memset
+    let st = &plan.steps[last];
+    let mut out = zeroed_buffer(st.plan.out_len, || format!("the result {}", st.name))?;
     let (stats, counts) = run_steps(plan, ops, alpha, threads, &mut out, Accum::Replace, times)?;
     let g = &plan.steps[last].plan.geometry;
     let t = DynTensor::from_shared(
@@ -228,6 +229,11 @@ fn run_steps<T: Scalar>(
             let mut buf = plan.pool.take::<T>(st.plan.out_len);
             // a reused buffer keeps its old values: the step overwrites what it reads
             if buf.len() < st.plan.out_len {
+                buf.try_reserve(st.plan.out_len - buf.len())
+                    .map_err(|_| Error::TooLarge {
+                        what: format!("the intermediate {}", st.name),
+                        reason: format!("cannot allocate {} elements", st.plan.out_len),
+                    })?;
                 buf.resize(st.plan.out_len, T::zero());
             }
             buf.truncate(st.plan.out_len);

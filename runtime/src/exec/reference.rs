@@ -71,13 +71,13 @@ pub fn run_pairwise<T: Scalar>(
     g: &Geometry,
     list: &PairList,
     alpha: T,
-) -> (DynTensor<T>, StepStats) {
+) -> Result<(DynTensor<T>, StepStats)> {
     let mut c = DynTensor::<T>::from_valid_keys(
         g.out_legs.clone(),
         g.symmetry.clone(),
         g.out_charge.clone(),
         list.out_keys.clone(),
-    );
+    )?;
     let mut stats = StepStats {
         pair_gemms: list.pairs.len(),
         ..Default::default()
@@ -122,7 +122,7 @@ pub fn run_pairwise<T: Scalar>(
             }
         }
     }
-    (c, stats)
+    Ok((c, stats))
 }
 
 /// Contracts a validated spec (operands checked) as one GEMM per block pair, step by step.
@@ -155,7 +155,7 @@ pub(crate) fn contract_pairwise<T: Scalar>(
             let g = geometry(&pl.t, &pr.t, &desc)?;
             let list = enumerate(&pl.t, &pr.t, &g);
             stats.flops += list.pairs.iter().map(|p| p.flops()).sum::<f64>();
-            let (t, s) = run_pairwise(&pl.t, &pr.t, &g, &list, step_alpha);
+            let (t, s) = run_pairwise(&pl.t, &pr.t, &g, &list, step_alpha)?;
             stats.steps.push(s);
             Ok(Partial {
                 t: Cow::Owned(t),

@@ -11,7 +11,8 @@ pub const TINY_MNK: usize = 64;
 /// On isolated contiguous shapes faer is often as fast (`examples/kernel_probe`), but on the
 /// MPO steps of the m = 512 workloads this rule measured 3-5% faster in the same run.
 pub fn tiny_wins(m: usize, n: usize, k: usize) -> bool {
-    m * n * k <= TINY_MNK || n * k <= 16 || m * k <= 8
+    let small = |x: usize, y: usize, lim: usize| x.checked_mul(y).is_some_and(|p| p <= lim);
+    small(m, n, TINY_MNK) && small(m * n, k, TINY_MNK) || small(n, k, 16) || small(m, k, 8)
 }
 
 /// `C = alpha * op(A) * op(B)` (`Accum::Replace`: C is not read) or `C += ...`, by a plain

@@ -57,13 +57,15 @@ impl CostModel {
 impl CostModel {
     /// Predicted time of one faer GEMM of shape m x k times k x n.
     pub fn gemm_s(&self, m: usize, n: usize, k: usize) -> f64 {
-        let flops = 2.0 * (m * n * k) as f64;
-        self.call_s + flops / self.peak_rate + (m * k + k * n + 2 * m * n) as f64 * self.elem_s
+        let flops = 2.0 * m as f64 * n as f64 * k as f64;
+        self.call_s
+            + flops / self.peak_rate
+            + (m as f64 * k as f64 + k as f64 * n as f64 + 2.0 * m as f64 * n as f64) * self.elem_s
     }
     /// Predicted time of one member of a batched group (tiny kernel when small, faer otherwise).
     pub fn batched_member_s(&self, m: usize, n: usize, k: usize) -> f64 {
         if tiny_wins(m, n, k) {
-            self.tiny_call_s + 2.0 * (m * n * k) as f64 / self.tiny_rate
+            self.tiny_call_s + 2.0 * m as f64 * n as f64 * k as f64 / self.tiny_rate
         } else {
             self.gemm_s(m, n, k)
         }

@@ -210,7 +210,7 @@ pub(super) fn concat_group(sp: &StepPlan, ks: &Keys, ps: &[u32], kind: GroupKind
         c_access: Access::Packed,
         c_first: Vec::new(),
         flops,
-        wasted_flops: 2.0 * (m * n * k) as f64 - flops,
+        wasted_flops: 2.0 * m as f64 * n as f64 * k as f64 - flops,
         packed_elems: 0,
         predicted_s: 0.0,
         uncoalesced_s: 0.0,

@@ -57,10 +57,10 @@ fn join<T: Scalar>(
     let (desc, labels) = step_desc(&l.labels, l.conj, &r.labels, r.conj, root_out, names);
     let g = geometry(&l.skel, &r.skel, &desc)?;
     let list = enumerate(&l.skel, &r.skel, &g);
-    let live = list.pairs.iter().filter(|p| p.m * p.n * p.k > 0);
+    let live = list.pairs.iter().filter(|p| p.m > 0 && p.n > 0 && p.k > 0);
     let cost: f64 = live.clone().map(|p| model.gemm_s(p.m, p.n, p.k)).sum();
     let flops: f64 = live.map(|p| p.flops()).sum();
-    let skel = DynTensor::skeleton_keys(g.out_legs, g.symmetry, g.out_charge, list.out_keys);
+    let skel = DynTensor::skeleton_keys(g.out_legs, g.symmetry, g.out_charge, list.out_keys)?;
     Ok(Sub {
         skel,
         labels,
@@ -93,9 +93,9 @@ fn price<T: Scalar>(
         for &j in bs {
             let bb = &r.skel.blocks()[j as usize];
             let n: usize = g.b_free.iter().map(|&x| bb.layout.dims[x]).product();
-            if m * n * k > 0 {
+            if m > 0 && n > 0 && k > 0 {
                 cost += model.gemm_s(m, n, k);
-                flops += 2.0 * (m * n * k) as f64;
+                flops += 2.0 * m as f64 * n as f64 * k as f64;
             }
         }
     }

@@ -8,7 +8,7 @@ use super::layout::{assign_output_layout, components, first_writes, scratch_of};
 use super::members::batch_singles;
 use super::options::PlanOptions;
 use super::price::finalize;
-use crate::block::{Block, BlockIndex, BlockKey, DynTensor};
+use crate::block::{checked_len, describe, max_elements, Block, BlockIndex, BlockKey, DynTensor};
 use crate::error::{Error, Result};
 use crate::hash::{FxMap, InlineKey};
 use crate::scalar::{Conj, Scalar};
@@ -191,6 +191,7 @@ pub fn plan_step_with<T: Scalar>(
         }
         list.out_keys = t.blocks().iter().map(|b| b.key.clone()).collect();
     }
+    check_output_size::<T>(&g, &list.out_keys, desc)?;
     let operands = [
         OperandPlan::new(a, &g, Side::A),
         OperandPlan::new(b, &g, Side::B),
@@ -215,7 +216,7 @@ pub fn plan_step_with<T: Scalar>(
     // pairs by coupled sector (the charge carried across the contracted legs)
     let mut classes: FxMap<u32, Vec<u32>> = FxMap::default();
     for (i, p) in sp.pairs.iter().enumerate() {
-        if p.m * p.n * p.k > 0 {
+        if p.m > 0 && p.n > 0 && p.k > 0 {
             classes
                 .entry(ks.kk_class[ks.kk[i] as usize])
                 .or_default()
@@ -272,6 +273,32 @@ pub fn plan_step_with<T: Scalar>(
             .collect(),
     ));
     Ok(Some(sp))
+}
+
+/// The step's result must fit in memory's address space: `TooLarge` (naming the contracted
+/// indices and the size) before any size is computed from it.
+fn check_output_size<T: Scalar>(g: &Geometry, keys: &[BlockKey], desc: &StepDesc) -> Result<()> {
+    let limit = max_elements::<T>();
+    let mut total = 0usize;
+    for key in keys {
+        let dims: Vec<usize> = key
+            .iter()
+            .zip(&g.out_legs)
+            .map(|(&s, l)| l.space.dim_of(s as usize))
+            .collect();
+        total = checked_len(&dims)
+            .and_then(|n| total.checked_add(n))
+            .filter(|&n| n <= limit)
+            .ok_or_else(|| Error::TooLarge {
+                what: format!(
+                    "the result of the step contracting {:?} ({})",
+                    desc.names,
+                    describe(&g.out_legs)
+                ),
+                reason: format!("more than {limit} elements"),
+            })?;
+    }
+    Ok(())
 }
 
 /// Blocks that need a transpose and are used by two or more member GEMMs get a slot in a

@@ -42,9 +42,9 @@ impl Symmetry {
     pub fn u1() -> Self {
         Symmetry(vec![ChargeKind::U1])
     }
-    /// Z_n.
-    pub fn zn(n: u32) -> Self {
-        Symmetry(vec![ChargeKind::Zn(n.max(1))])
+    /// Z_n; `n = 0` is an error (`InvalidSymmetry`), never silently Z1.
+    pub fn zn(n: u32) -> Result<Self> {
+        Self::new(vec![ChargeKind::Zn(n)])
     }
     /// No symmetry: one sector per space, charge `[]`.
     pub fn none() -> Self {
@@ -254,10 +254,13 @@ impl Space {
             });
         }
         let mut offsets = Vec::with_capacity(out.len());
-        let mut acc = 0;
-        for s in &out {
+        let mut acc = 0usize;
+        for (i, s) in out.iter().enumerate() {
             offsets.push(acc);
-            acc += s.dim;
+            acc = acc.checked_add(s.dim).ok_or_else(|| Error::TooLarge {
+                what: format!("a space of {} sectors", out.len()),
+                reason: format!("its dimension overflows at sector {i}"),
+            })?;
         }
         let mut h = crate::hash::Fx::default();
         for k in symmetry.kinds() {
@@ -456,7 +459,7 @@ mod tests {
 
     #[test]
     fn zn_reduces_and_rejects_duplicates_mod_n() {
-        let z3 = Symmetry::zn(3);
+        let z3 = Symmetry::zn(3).unwrap();
         assert_eq!(z3.charge(&[4]).unwrap().values(), &[1]);
         assert_eq!(z3.charge(&[-1]).unwrap().values(), &[2]);
         assert!(matches!(
