@@ -3,11 +3,12 @@
 use proc_macro2::{Span, TokenStream};
 use syn::Ident;
 
-/// `out[..] op rhs`.
+/// `out[..] op rhs [; options]`.
 pub struct Contraction {
     pub output: Output,
     pub assign: AssignOp,
-    pub rhs: Product,
+    pub rhs: Sum,
+    pub options: Vec<Opt>,
 }
 
 /// The left-hand side.
@@ -16,12 +17,13 @@ pub struct Output {
     pub indices: IndexList,
 }
 
-/// `:=`, `=` or `+=`.
-#[derive(Clone, Copy)]
+/// `:=`, `=`, `+=` or `-=`.
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub enum AssignOp {
     New,
     Overwrite,
     Accumulate,
+    Subtract,
 }
 
 /// A tensor expression: an identifier or a parenthesised Rust expression.
@@ -57,7 +59,20 @@ pub struct Index {
     pub words: Vec<Ident>,
 }
 
-/// Items joined by `*`.
+/// Terms joined by `+` and `-`.
+pub struct Sum {
+    pub terms: Vec<Term>,
+}
+
+/// A signed product.
+pub struct Term {
+    pub negative: bool,
+    pub product: Product,
+    /// The first token of the term, for messages about the whole term.
+    pub span: Span,
+}
+
+/// Items joined by `*` (and scalar divisors after `/`).
 pub struct Product {
     pub items: Vec<Item>,
 }
@@ -66,6 +81,8 @@ pub struct Product {
 pub enum Item {
     /// A scalar: literal, identifier or parenthesised expression.
     Scalar(TokenStream),
+    /// `/ s`: a scalar divisor.
+    Divisor(TokenStream),
     /// A tensor factor.
     Factor(Factor),
     /// A parenthesised sub-product: its operands are contracted first.
@@ -77,4 +94,12 @@ pub struct Factor {
     pub operand: OperandExpr,
     pub conj: bool,
     pub indices: IndexList,
+}
+
+/// `name = value` after `;`.
+pub struct Opt {
+    pub name: Ident,
+    pub value: TokenStream,
+    /// The value when it is a single identifier (`executor = pairwise`).
+    pub word: Option<Ident>,
 }

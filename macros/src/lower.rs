@@ -1,7 +1,11 @@
 //! Checked IR -> tokens: the code generation (the parser only re-emits scalar tokens as written).
+//!
+//! Every identifier the expansion declares is made at the call site's hygiene context
+//! (`Span::call_site().located_at(..)` where it points at the user's tokens), so that a macro
+//! forwarding its tokens to `contract!` expands to code that resolves.
 
 use crate::ast::{AssignOp, OperandExpr};
-use crate::check::{Checked, FlowIr, IxIr, TreeIr};
+use crate::check::{Checked, FlowIr, IxIr, OpIr, TermIr, TreeIr};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 
@@ -41,108 +45,173 @@ fn operand_value(e: &OperandExpr) -> TokenStream {
     }
 }
 
-pub fn lower(c: &Checked) -> TokenStream {
+/// The identifier `name` at the call site's hygiene, pointing at `span`.
+fn ident_at(name: &str, span: Span) -> syn::Ident {
+    syn::Ident::new(name, Span::call_site().located_at(span))
+}
+
+fn op_var(i: usize) -> syn::Ident {
+    format_ident!("__bc_op_{}", i)
+}
+
+/// The spec of one term.
+fn spec_tokens(c: &Checked, t: &TermIr) -> TokenStream {
     let p = private();
     let labels = &c.labels;
     let output_name = &c.output_name;
     let output: Vec<TokenStream> = c.output.iter().map(ix_tokens).collect();
-    let ops: Vec<TokenStream> = c
+    let ops: Vec<TokenStream> = t
         .operands
         .iter()
-        .map(|o| {
-            let name = o.expr.display();
-            let conj = o.conj;
-            let ixs: Vec<TokenStream> = o.indices.iter().map(ix_tokens).collect();
+        .map(|&o| {
+            let op: &OpIr = &c.operands[o];
+            let name = op.expr.display();
+            let conj = op.conj;
+            let ixs: Vec<TokenStream> = op.indices.iter().map(ix_tokens).collect();
             quote!(#p::op(#name, #conj, ::std::vec![#(#ixs),*]))
         })
         .collect();
-    let tree = match &c.tree {
-        Some(t) => {
-            let t = tree_tokens(t);
-            quote!(::core::option::Option::Some(#t))
+    let tree = match &t.tree {
+        Some(tr) => {
+            let tr = tree_tokens(tr);
+            quote!(::core::option::Option::Some(#tr))
         }
         None => quote!(::core::option::Option::None),
     };
     let assign = match c.assign {
         AssignOp::New => quote!(#p::AssignKind::New),
         AssignOp::Overwrite => quote!(#p::AssignKind::Overwrite),
-        AssignOp::Accumulate => quote!(#p::AssignKind::Accumulate),
+        AssignOp::Accumulate | AssignOp::Subtract => quote!(#p::AssignKind::Accumulate),
     };
-    let vars: Vec<_> = (0..c.operands.len())
-        .map(|i| format_ident!("__bc_op_{}", i))
-        .collect();
-    let bind: Vec<TokenStream> = c
-        .operands
+    quote!(#p::spec(&[#(#labels),*], #output_name, ::std::vec![#(#output),*], ::std::vec![#(#ops),*], #tree, #assign))
+}
+
+/// The scalar of one term: its scalars, its sign (and the sign of `-=`), its divisors.
+fn alpha_tokens(c: &Checked, t: &TermIr, first: &syn::Ident) -> TokenStream {
+    let p = private();
+    let mut a = quote!(#p::one_for(#first));
+    for s in &t.scalars {
+        a = quote!((#a * #p::scalar_for(#first, #s)));
+    }
+    for d in &t.divisors {
+        a = quote!((#a / #p::scalar_for(#first, #d)));
+    }
+    if t.negative != (c.assign == AssignOp::Subtract) {
+        a = quote!(#p::negate(#a));
+    }
+    a
+}
+
+/// The options after `;`.
+fn options_tokens(c: &Checked) -> TokenStream {
+    let p = private();
+    let mut fields = Vec::new();
+    for o in c.options {
+        let v = &o.value;
+        match o.name.to_string().as_str() {
+            "executor" => {
+                let w = o.word.as_ref().map(|w| w.to_string()).unwrap_or_default();
+                fields.push(quote!(executor: #p::executor(#w)));
+            }
+            "threads" => fields.push(quote!(threads: #p::threads(#v))),
+            _ => fields.push(quote!(cache: ::core::option::Option::Some(&#v))),
+        }
+    }
+    quote!(#p::Options { #(#fields,)* ..::core::default::Default::default() })
+}
+
+pub fn lower(c: &Checked) -> TokenStream {
+    let p = private();
+    let real: Vec<&TermIr> = c.terms.iter().filter(|t| !t.is_target).collect();
+    let specs: Vec<TokenStream> = real.iter().map(|t| spec_tokens(c, t)).collect();
+    // operands bound once each (a target term binds nothing: the target is written)
+    let bound: Vec<usize> = real
         .iter()
-        .zip(&vars)
-        .map(|(o, v)| {
-            let val = operand_value(o.expr);
+        .flat_map(|t| t.operands.iter().copied())
+        .collect();
+    let bind: Vec<TokenStream> = bound
+        .iter()
+        .map(|&o| {
+            let v = op_var(o);
+            let val = operand_value(c.operands[o].expr);
             quote!(let #v = &#val;)
         })
         .collect();
-    let rank_checks: Vec<TokenStream> = c
-        .operands
+    let rank_checks: Vec<TokenStream> = bound
         .iter()
-        .zip(&vars)
-        .map(|(o, v)| {
-            let k = o.indices.len();
-            let span = o.expr.span();
-            let v = spanned_ident(v, span);
+        .map(|&o| {
+            let op = &c.operands[o];
+            let k = op.indices.len();
+            let span = op.expr.span();
+            let v = ident_at(&op_var(o).to_string(), span);
             quote_spanned!(span=> #p::check_rank::<_, #k>(#v);)
         })
         .collect();
-    let first = &vars[0];
-    let scalars: Vec<TokenStream> = c
-        .scalars
+    let target_var = ident_at("__bc_target", c.target.span());
+    // the element type comes from the first operand (or the target when it is the only one)
+    let first = match bound.first() {
+        Some(&o) => op_var(o),
+        None => format_ident!("__bc_target_ref"),
+    };
+    let terms: Vec<TokenStream> = real
         .iter()
-        .map(|s| quote!(let __bc_alpha = __bc_alpha * #p::scalar_for(#first, #s);))
-        .collect();
-    // spanned at each operand, so that an element-type mismatch points at the operand
-    let dyns: Vec<TokenStream> = c
-        .operands
-        .iter()
-        .zip(&vars)
-        .map(|(o, v)| {
-            let span = o.expr.span();
-            let v = spanned_ident(v, span);
-            quote_spanned!(span=> ::blockcontract::__private::as_dyn(#v))
+        .enumerate()
+        .map(|(i, t)| {
+            // spanned at each operand, so that an element-type mismatch points at the operand
+            let dyns: Vec<TokenStream> = t
+                .operands
+                .iter()
+                .map(|&o| {
+                    let span = c.operands[o].expr.span();
+                    let v = ident_at(&op_var(o).to_string(), span);
+                    quote_spanned!(span=> ::blockcontract::__private::as_dyn(#v))
+                })
+                .collect();
+            let alpha = alpha_tokens(c, t, &first);
+            quote!(#p::Term { spec: #i, ops: &[#(#dyns),*], alpha: #alpha })
         })
         .collect();
+    let options = options_tokens(c);
     let n_out = c.output.len();
     let call = match c.assign {
         AssignOp::New => quote! {
-            #p::contract_new::<_, #n_out>(&__BC_SITE, __bc_spec, &[#(#dyns),*], __bc_alpha)
+            #p::contract_new::<_, #n_out>(__BC_SITE, &[#(#terms),*], #options)
         },
-        AssignOp::Overwrite | AssignOp::Accumulate => {
+        _ => {
             let target = operand_value(c.target);
             let span = c.target.span();
-            let t = spanned_ident(&format_ident!("__bc_target"), span);
-            let rank_check = quote_spanned!(span=> #p::check_rank::<_, #n_out>(#t););
+            let rank_check = quote_spanned!(span=> #p::check_rank::<_, #n_out>(#target_var););
+            let assign = if c.assign == AssignOp::Overwrite {
+                quote!(#p::AssignKind::Overwrite)
+            } else {
+                quote!(#p::AssignKind::Accumulate)
+            };
+            let scale = match c.terms.iter().find(|t| t.is_target) {
+                Some(t) => {
+                    let a = alpha_tokens(c, t, &first);
+                    quote!(::core::option::Option::Some(#a))
+                }
+                None => quote!(::core::option::Option::None),
+            };
+            let target_ref = if bound.is_empty() {
+                quote!(let __bc_target_ref = #p::target_view(#target_var);)
+            } else {
+                quote!()
+            };
             quote! {{
-                let __bc_target = &mut #target;
+                let #target_var = &mut #target;
                 #rank_check
-                #p::contract_into(&__BC_SITE, __bc_spec, __bc_target, &[#(#dyns),*], __bc_alpha)
+                #target_ref
+                let __bc_scale = #scale;
+                #p::contract_into(__BC_SITE, #target_var, __bc_scale, #assign, &[#(#terms),*], #options)
             }}
         }
     };
     quote! {{
-        static __BC_SITE: #p::CallSite = #p::CallSite::new();
-        let __bc_spec = __BC_SITE.spec(|| #p::spec(
-            &[#(#labels),*],
-            #output_name,
-            ::std::vec![#(#output),*],
-            ::std::vec![#(#ops),*],
-            #tree,
-            #assign,
-        ));
+        static __BC_SITE_STATE: #p::CallSite = #p::CallSite::new();
+        let __BC_SITE = __BC_SITE_STATE.specs(|| ::std::vec![#(#specs),*]);
         #(#bind)*
         #(#rank_checks)*
-        let __bc_alpha = #p::one_for(#first);
-        #(#scalars)*
         #call
     }}
-}
-
-fn spanned_ident(v: &syn::Ident, span: Span) -> syn::Ident {
-    syn::Ident::new(&v.to_string(), span)
 }

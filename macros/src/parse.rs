@@ -1,7 +1,8 @@
 //! `impl Parse` for the contraction syntax.
 
 use crate::ast::*;
-use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use proc_macro2::{Delimiter, Span, TokenStream, TokenTree};
+use quote::ToTokens;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::{bracketed, parenthesized, Ident, Token};
@@ -14,7 +15,7 @@ impl Parse for Contraction {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         if input.is_empty() {
             return Err(syn::Error::new(
-                proc_macro2::Span::call_site(),
+                Span::call_site(),
                 "empty contraction; expected `out[i, j] := a[i, k] * b[k, j]`",
             ));
         }
@@ -27,28 +28,20 @@ impl Parse for Contraction {
         let indices = parse_index_list(input, true)?;
         let output = Output { target, indices };
         let op_span = input.span();
-        let assign = if input.peek(Token![:]) && input.peek2(Token![=]) {
-            let _: Token![:] = input.parse()?;
-            let _: Token![=] = input.parse()?;
-            AssignOp::New
-        } else if input.peek(Token![+=]) {
-            let _: Token![+=] = input.parse()?;
-            AssignOp::Accumulate
-        } else if input.peek(Token![=]) {
-            let _: Token![=] = input.parse()?;
-            AssignOp::Overwrite
-        } else {
-            return Err(input.error(
-                "expected `:=`, `=` or `+=` after the output; hint: `:=` makes a new tensor, `=` overwrites, `+=` accumulates",
-            ));
-        };
-        if input.is_empty() {
+        let assign = parse_assign(input)?;
+        if input.is_empty() || input.peek(Token![;]) {
             return Err(syn::Error::new(
                 op_span,
                 "missing right-hand side after the assignment operator",
             ));
         }
-        let rhs = parse_product(input)?;
+        let rhs = parse_sum(input)?;
+        let options = if input.peek(Token![;]) {
+            let _: Token![;] = input.parse()?;
+            parse_options(input)?
+        } else {
+            Vec::new()
+        };
         if !input.is_empty() {
             return Err(input.error("expected `*` between factors"));
         }
@@ -56,14 +49,78 @@ impl Parse for Contraction {
             output,
             assign,
             rhs,
+            options,
         })
     }
+}
+
+fn parse_assign(input: ParseStream) -> syn::Result<AssignOp> {
+    if input.peek(Token![:]) && input.peek2(Token![=]) {
+        let _: Token![:] = input.parse()?;
+        let _: Token![=] = input.parse()?;
+        Ok(AssignOp::New)
+    } else if input.peek(Token![+=]) {
+        let _: Token![+=] = input.parse()?;
+        Ok(AssignOp::Accumulate)
+    } else if input.peek(Token![-=]) {
+        let _: Token![-=] = input.parse()?;
+        Ok(AssignOp::Subtract)
+    } else if input.peek(Token![=]) {
+        let _: Token![=] = input.parse()?;
+        Ok(AssignOp::Overwrite)
+    } else {
+        Err(input.error(
+            "expected `:=`, `=`, `+=` or `-=` after the output; hint: `:=` makes a new tensor, `=` overwrites, `+=` and `-=` accumulate",
+        ))
+    }
+}
+
+/// Whether the next token ends a product: a term's sign, the options, or the end.
+fn at_product_end(input: ParseStream) -> bool {
+    input.is_empty() || input.peek(Token![;]) || input.peek(Token![+]) || input.peek(Token![-])
+}
+
+/// `[-] product (+|- product)*`.
+fn parse_sum(input: ParseStream) -> syn::Result<Sum> {
+    let mut terms = Vec::new();
+    let mut negative = false;
+    if input.peek(Token![-]) && !input.peek2(syn::Lit) {
+        let _: Token![-] = input.parse()?;
+        negative = true;
+    }
+    loop {
+        let span = input.span();
+        if at_product_end(input) {
+            return Err(input.error("missing term after `+` or `-`"));
+        }
+        let product = parse_product(input)?;
+        terms.push(Term {
+            negative,
+            product,
+            span,
+        });
+        if input.peek(Token![+]) {
+            let _: Token![+] = input.parse()?;
+            negative = false;
+        } else if input.peek(Token![-]) {
+            let _: Token![-] = input.parse()?;
+            negative = true;
+        } else {
+            break;
+        }
+    }
+    Ok(Sum { terms })
 }
 
 impl Parse for Product {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let p = parse_product(input)?;
         if !input.is_empty() {
+            if input.peek(Token![+]) || input.peek(Token![-]) {
+                return Err(input.error(
+                    "a sum inside parentheses is not supported; write the terms out at the top level",
+                ));
+            }
             return Err(input.error("expected `*` between factors"));
         }
         Ok(p)
@@ -72,18 +129,40 @@ impl Parse for Product {
 
 fn parse_product(input: ParseStream) -> syn::Result<Product> {
     let mut items = vec![parse_item(input)?];
-    while input.peek(Token![*]) {
-        let star: Token![*] = input.parse()?;
-        if input.is_empty() {
-            return Err(syn::Error::new(star.span, "missing operand after `*`"));
+    loop {
+        if input.peek(Token![*]) {
+            let star: Token![*] = input.parse()?;
+            if at_product_end(input) {
+                return Err(syn::Error::new(star.span, "missing operand after `*`"));
+            }
+            items.push(parse_item(input)?);
+        } else if input.peek(Token![/]) {
+            let slash: Token![/] = input.parse()?;
+            if at_product_end(input) {
+                return Err(syn::Error::new(slash.span, "missing divisor after `/`"));
+            }
+            items.push(parse_divisor(input)?);
+        } else {
+            return Ok(Product { items });
         }
-        items.push(parse_item(input)?);
     }
-    Ok(Product { items })
+}
+
+/// `/ s`: a literal, a name or a parenthesised expression; never a tensor.
+fn parse_divisor(input: ParseStream) -> syn::Result<Item> {
+    let span = input.span();
+    let item = parse_item(input)?;
+    match item {
+        Item::Scalar(ts) => Ok(Item::Divisor(ts)),
+        _ => Err(syn::Error::new(
+            span,
+            "a divisor must be a scalar (a literal, a name or a parenthesised expression), not a tensor factor",
+        )),
+    }
 }
 
 fn parse_item(input: ParseStream) -> syn::Result<Item> {
-    if input.peek(Token![*]) {
+    if input.peek(Token![*]) || input.peek(Token![/]) {
         return Err(input.error("missing operand before `*`"));
     }
     if input.peek(syn::Lit) || input.peek(Token![-]) {
@@ -100,31 +179,12 @@ fn parse_item(input: ParseStream) -> syn::Result<Item> {
         return parse_conj(input);
     }
     if input.peek(syn::token::Paren) {
-        let span = input.span();
-        let content;
-        parenthesized!(content in input);
-        let inner: TokenStream = content.parse()?;
-        if input.peek(syn::token::Bracket) {
-            let operand = OperandExpr::Paren { expr: inner, span };
-            let indices = parse_index_list(input, false)?;
-            return Ok(Item::Factor(Factor {
-                operand,
-                conj: false,
-                indices,
-            }));
-        }
-        return match syn::parse2::<Product>(inner.clone()) {
-            Ok(p) if p.items.iter().any(|i| !matches!(i, Item::Scalar(..))) => Ok(Item::Group(p)),
-            Ok(_) => Ok(Item::Scalar(quote::quote!((#inner)))),
-            Err(e) => match syn::parse2::<syn::Expr>(inner.clone()) {
-                Ok(_) if !has_top_level_bracket(&inner) => {
-                    Ok(Item::Scalar(quote::quote!((#inner))))
-                }
-                _ => Err(e),
-            },
-        };
+        return parse_paren_item(input);
     }
     if input.peek(Ident) {
+        if input.peek2(Token![.]) || input.peek2(Token![::]) || input.peek2(syn::token::Paren) {
+            return Err(unparenthesised_expression(input));
+        }
         let id: Ident = input.parse()?;
         if input.peek(syn::token::Bracket) {
             let indices = parse_index_list(input, false)?;
@@ -141,6 +201,91 @@ fn parse_item(input: ParseStream) -> syn::Result<Item> {
     }
     Err(input
         .error("expected a tensor factor like `a[i, k]`, a parenthesised product, or a scalar"))
+}
+
+/// `(expr)[..]`, `(a[..] * b[..])` or `(scalar expression)`.
+fn parse_paren_item(input: ParseStream) -> syn::Result<Item> {
+    let span = input.span();
+    let content;
+    parenthesized!(content in input);
+    let inner: TokenStream = content.parse()?;
+    if input.peek(syn::token::Bracket) {
+        let operand = OperandExpr::Paren { expr: inner, span };
+        let indices = parse_index_list(input, false)?;
+        return Ok(Item::Factor(Factor {
+            operand,
+            conj: false,
+            indices,
+        }));
+    }
+    match syn::parse2::<Product>(inner.clone()) {
+        Ok(p) if p.items.iter().any(|i| !matches!(i, Item::Scalar(..))) => Ok(Item::Group(p)),
+        Ok(_) => Ok(Item::Scalar(quote::quote!((#inner)))),
+        Err(e) => match syn::parse2::<syn::Expr>(inner.clone()) {
+            Ok(_) if !has_top_level_bracket(&inner) => Ok(Item::Scalar(quote::quote!((#inner)))),
+            _ => Err(e),
+        },
+    }
+}
+
+/// A method call, field access, path or call used as an operand or scalar without
+/// parentheses: the error shows the parenthesised form, spanned at the expression.
+fn unparenthesised_expression(input: ParseStream) -> syn::Error {
+    // the expression's tokens, up to the operator (or end) that ends the item
+    let mut tokens: Vec<TokenTree> = Vec::new();
+    let _ = input.step(|cursor| {
+        let mut c = *cursor;
+        while let Some((tt, next)) = c.token_tree() {
+            if let TokenTree::Punct(p) = &tt {
+                if matches!(p.as_char(), '*' | '+' | '-' | '/' | ';') {
+                    break;
+                }
+            }
+            tokens.push(tt);
+            c = next;
+        }
+        Ok(((), c))
+    });
+    let span = tokens
+        .iter()
+        .map(TokenTree::span)
+        .reduce(|a, b| a.join(b).unwrap_or(a))
+        .unwrap_or_else(|| input.span());
+    let text = |ts: &[TokenTree]| -> String {
+        let s: TokenStream = ts.iter().cloned().collect();
+        pretty(&s)
+    };
+    match tokens.split_last() {
+        Some((TokenTree::Group(g), expr)) if g.delimiter() == Delimiter::Bracket => {
+            syn::Error::new(
+                span,
+                format!(
+                    "an expression used as a tensor must be parenthesised; wrap it in parentheses: `({})[{}]`",
+                    text(expr),
+                    pretty(&g.stream())
+                ),
+            )
+        }
+        _ => syn::Error::new(
+            span,
+            format!(
+                "a scalar expression must be parenthesised; wrap it in parentheses: `({})`",
+                text(&tokens)
+            ),
+        ),
+    }
+}
+
+/// Tokens as the user would write them: no space before `.`, `(`, `[`, `,` or after `.`.
+fn pretty(ts: &TokenStream) -> String {
+    let s = ts.to_token_stream().to_string();
+    s.replace(" . ", ".")
+        .replace(" (", "(")
+        .replace(" [", "[")
+        .replace(" ,", ",")
+        .replace("( ", "(")
+        .replace(" )", ")")
+        .replace(" :: ", "::")
 }
 
 fn has_top_level_bracket(ts: &TokenStream) -> bool {
@@ -201,6 +346,9 @@ fn parse_operand_expr(input: ParseStream, what: &str) -> syn::Result<OperandExpr
         return Ok(OperandExpr::Paren { expr, span });
     }
     if input.peek(Ident) {
+        if input.peek2(Token![.]) || input.peek2(Token![::]) || input.peek2(syn::token::Paren) {
+            return Err(unparenthesised_expression(input));
+        }
         return Ok(OperandExpr::Ident(input.parse()?));
     }
     Err(input.error(format!(
@@ -260,4 +408,35 @@ fn parse_index_list(input: ParseStream, is_output: bool) -> syn::Result<IndexLis
         ));
     }
     Ok(IndexList { indices })
+}
+
+/// `name = value, ...` after `;`.
+fn parse_options(input: ParseStream) -> syn::Result<Vec<Opt>> {
+    let mut opts = Vec::new();
+    while !input.is_empty() {
+        let name: Ident = input.call(Ident::parse_any).map_err(|_| {
+            input.error("expected an option `name = value` (executor, threads or cache)")
+        })?;
+        if !input.peek(Token![=]) {
+            return Err(input.error(format!("expected `=` after option `{name}`")));
+        }
+        let _: Token![=] = input.parse()?;
+        let mut value = TokenStream::new();
+        while !input.is_empty() && !input.peek(Token![,]) {
+            let tt: TokenTree = input.parse()?;
+            value.extend(std::iter::once(tt));
+        }
+        if value.is_empty() {
+            return Err(syn::Error::new(
+                name.span(),
+                format!("missing value for option `{name}`"),
+            ));
+        }
+        let word = syn::parse2::<Ident>(value.clone()).ok();
+        opts.push(Opt { name, value, word });
+        if input.peek(Token![,]) {
+            let _: Token![,] = input.parse()?;
+        }
+    }
+    Ok(opts)
 }

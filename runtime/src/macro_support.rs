@@ -2,8 +2,9 @@
 //! `blockcontract::__private` only.
 
 use crate::block::{DynTensor, Tensor};
+use crate::error::Error;
 use crate::error::Result;
-use crate::exec::{contract_planned, execute_into};
+use crate::exec::{contract_dyn, contract_planned, execute_into, Executor};
 use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{CacheStats, PlanCache, PlanOptions};
@@ -17,11 +18,20 @@ use std::sync::{Mutex, OnceLock};
 pub use crate::spec::Assign as AssignKind;
 pub use crate::symmetry::Flow as FlowKind;
 
-/// Per-call-site state: the spec (built once, with its fingerprint) and the plan cache.
+/// Per-call-site state: the specs of its terms (built once, with their fingerprints and their
+/// trace-free forms) and the plan cache.
 pub struct CallSite {
-    spec: OnceLock<(ContractionSpec, u64)>,
+    specs: OnceLock<Vec<SiteSpec>>,
     plans: PlanCache,
     registered: std::sync::Once,
+}
+
+/// One term's spec at a call site.
+struct SiteSpec {
+    spec: ContractionSpec,
+    fp: u64,
+    /// Whether it has partial traces (its operands are traced before planning).
+    traced: bool,
 }
 
 /// Every call site that has run, so that their plan caches can be reached (`plan_caches`).
@@ -73,21 +83,24 @@ impl CallSite {
     /// An empty call site (for a `static`).
     pub const fn new() -> Self {
         CallSite {
-            spec: OnceLock::new(),
+            specs: OnceLock::new(),
             plans: PlanCache::new(),
             registered: std::sync::Once::new(),
         }
     }
-    /// The spec, built on first use.
-    pub fn spec(&self, build: impl FnOnce() -> ContractionSpec) -> &ContractionSpec {
-        &self
-            .spec
-            .get_or_init(|| {
-                let s = build();
-                let fp = spec_fingerprint(&s);
-                (s, fp)
-            })
-            .0
+    /// The specs of the terms, built on first use.
+    pub fn specs(&self, build: impl FnOnce() -> Vec<ContractionSpec>) -> &Self {
+        self.specs.get_or_init(|| {
+            build()
+                .into_iter()
+                .map(|spec| SiteSpec {
+                    fp: spec_fingerprint(&spec),
+                    traced: spec.without_traces().is_some(),
+                    spec,
+                })
+                .collect()
+        });
+        self
     }
     /// This call site's plans (hit and miss counters included).
     pub fn plans(&self) -> &PlanCache {
@@ -99,22 +112,97 @@ impl CallSite {
             sites().push(self);
         });
     }
-    fn spec_fp(&self, spec: &ContractionSpec) -> u64 {
-        self.spec
+    fn spec(&self, i: usize) -> Result<&SiteSpec> {
+        self.specs
             .get()
-            .map_or_else(|| spec_fingerprint(spec), |s| s.1)
+            .and_then(|v| v.get(i))
+            .ok_or_else(|| Error::InvalidSpec {
+                reason: format!("call site has no term {i}"),
+            })
     }
-    fn run<T: Scalar>(
+    /// One term as a new tensor, on the executor the options name.
+    fn compute<T: Scalar>(&'static self, t: &Term<'_, T>, o: &Options<'_>) -> Result<DynTensor<T>> {
+        let s = self.spec(t.spec)?;
+        match o.executor {
+            Executor::Planned => {
+                let cache = o.cache.unwrap_or(&self.plans);
+                let opts = default_options();
+                let (r, _, _) =
+                    contract_planned(&s.spec, s.fp, t.ops, t.alpha, cache, &opts, o.threads)?;
+                Ok(r)
+            }
+            e => Ok(contract_dyn(&s.spec, t.ops, t.alpha, e)?.0),
+        }
+    }
+    /// `target = term` (`Accum::Replace`) or `target += term` (`Accum::Add`): in place when
+    /// the planner can write into the target (it stores every block the term produces).
+    fn into<T: Scalar>(
         &'static self,
-        spec: &ContractionSpec,
-        ops: &[&DynTensor<T>],
-        alpha: T,
-    ) -> Result<DynTensor<T>> {
-        self.register();
-        let fp = self.spec_fp(spec);
-        let (t, _, _) = contract_planned(spec, fp, ops, alpha, &self.plans, &default_options(), 1)?;
-        Ok(t)
+        t: &Term<'_, T>,
+        target: &mut DynTensor<T>,
+        accum: Accum,
+        names: &[String],
+        o: &Options<'_>,
+    ) -> Result<()> {
+        let s = self.spec(t.spec)?;
+        if o.executor == Executor::Planned && !s.traced {
+            let cache = o.cache.unwrap_or(&self.plans);
+            let opts = default_options();
+            if let Some(plan) = cache.get_or_plan_into(&s.spec, s.fp, t.ops, target, &opts)? {
+                target.check_same_legs(&plan.output_skeleton::<T>()?, names)?;
+                execute_into(&plan, t.ops, t.alpha, o.threads, target, accum)?;
+                return Ok(());
+            }
+        }
+        let r = self.compute(t, o)?;
+        target.write_from(&r, accum, names)
     }
+}
+
+/// One term of a contraction (a product, or a sum's term): the index of its spec at the call
+/// site, its operands, its scalar factor.
+pub struct Term<'a, T> {
+    /// Which spec of the call site.
+    pub spec: usize,
+    /// Its operands in order.
+    pub ops: &'a [&'a DynTensor<T>],
+    /// Its scalar (signs and divisors folded in).
+    pub alpha: T,
+}
+
+/// What is written after `;` in `contract!`: the executor, threads, a plan cache.
+#[derive(Clone, Copy)]
+pub struct Options<'a> {
+    /// `executor = planned | pairwise | dense`.
+    pub executor: Executor,
+    /// `threads = n` (the planned executor).
+    pub threads: usize,
+    /// `cache = expr`: plan with this cache instead of the call site's own.
+    pub cache: Option<&'a PlanCache>,
+}
+
+impl Default for Options<'_> {
+    fn default() -> Self {
+        Options {
+            executor: Executor::Planned,
+            threads: 1,
+            cache: None,
+        }
+    }
+}
+
+/// `executor = ...` as written (checked at compile time).
+pub fn executor(name: &str) -> Executor {
+    match name {
+        "pairwise" => Executor::Pairwise,
+        "dense" => Executor::Dense,
+        _ => Executor::Planned,
+    }
+}
+
+/// A thread count from `threads = expr`.
+pub fn threads(n: usize) -> usize {
+    n.max(1)
 }
 
 impl Default for CallSite {
@@ -250,6 +338,16 @@ impl ScalarArg<Complex64> for Complex64 {
     }
 }
 
+/// `-a`.
+pub fn negate<T: Scalar>(a: T) -> T {
+    -a
+}
+
+/// The target read as an operand (to type the scalars of `c = beta * c[..]`).
+pub fn target_view<X: Target + ?Sized>(x: &mut X) -> &DynTensor<X::Elem> {
+    x.target_mut()
+}
+
 /// One in the operands' element type.
 pub fn one_for<X: Operand + ?Sized>(_x: &X) -> X::Elem {
     X::Elem::one()
@@ -260,14 +358,27 @@ pub fn scalar_for<X: Operand + ?Sized, S: ScalarArg<X::Elem>>(_x: &X, s: S) -> X
     s.into_elem()
 }
 
-/// `:=`: a new tensor of rank `N`.
+/// `:=`: a new tensor of rank `N`, the sum of the terms.
 pub fn contract_new<T: Scalar, const N: usize>(
     site: &'static CallSite,
-    spec: &ContractionSpec,
-    ops: &[&DynTensor<T>],
-    alpha: T,
+    terms: &[Term<'_, T>],
+    options: Options<'_>,
 ) -> Result<Tensor<T, N>> {
-    Tensor::try_from(site.run(spec, ops, alpha)?)
+    site.register();
+    let (first, rest) = terms.split_first().ok_or_else(|| Error::InvalidSpec {
+        reason: "a contraction without a term".into(),
+    })?;
+    let mut r = site.compute(first, &options)?;
+    let names = output_names(site, first.spec)?;
+    for t in rest {
+        site.into(t, &mut r, Accum::Add, &names, &options)?;
+    }
+    Tensor::try_from(r)
+}
+
+fn output_names(site: &CallSite, i: usize) -> Result<Vec<String>> {
+    let s = &site.spec(i)?.spec;
+    Ok(s.output.iter().map(|x| s.labels[x.label].clone()).collect())
 }
 
 /// A tensor that `=` and `+=` can write into.
@@ -299,37 +410,49 @@ impl<T: Scalar, X: Target<Elem = T> + ?Sized> Target for &mut X {
     }
 }
 
-/// `=` (overwrite) or `+=` (accumulate) into `target`: in place (the last step's GEMMs write
-/// into the target's buffer, BLAS beta 0 or 1) when the target stores every block the
-/// result has; else the result is made and written in, the target growing the blocks it
-/// lacks. The target is untouched when its legs or charge do not match.
+/// `=` (overwrite), `+=` / `-=` (accumulate; `-=` arrives with negated scalars) into `target`,
+/// the sum of the terms; `scale`: the target appears as a term of its own (`c = beta * c +
+/// ...`), scaled in place first. Each term is written in place (the last step's GEMMs write
+/// into the target's buffer, BLAS beta 0 for the first term of `=`, 1 after) when the target
+/// stores every block the term produces; else it is made and written in, the target growing
+/// the blocks it lacks. The target is untouched when its legs or charge do not match.
 pub fn contract_into<X: Target + ?Sized>(
     site: &'static CallSite,
-    spec: &ContractionSpec,
     target: &mut X,
-    ops: &[&DynTensor<X::Elem>],
-    alpha: X::Elem,
+    scale: Option<X::Elem>,
+    assign: Assign,
+    terms: &[Term<'_, X::Elem>],
+    options: Options<'_>,
 ) -> Result<()> {
     site.register();
-    let names: Vec<String> = spec
-        .output
-        .iter()
-        .map(|i| spec.labels[i.label].clone())
-        .collect();
-    let accum = match spec.assign {
-        Assign::Accumulate => Accum::Add,
-        Assign::New | Assign::Overwrite => Accum::Replace,
-    };
     let t = target.target_mut();
-    let fp = site.spec_fp(spec);
-    if let Some(plan) = site
-        .plans
-        .get_or_plan_into(spec, fp, ops, t, &default_options())?
-    {
-        t.check_same_legs(&plan.output_skeleton::<X::Elem>()?, &names)?;
-        execute_into(&plan, ops, alpha, 1, t, accum)?;
-        return Ok(());
+    let spec0 = terms
+        .first()
+        .map_or(Ok(None), |x| site.spec(x.spec).map(Some))?;
+    let names: Vec<String> = match spec0 {
+        Some(s) => s
+            .spec
+            .output
+            .iter()
+            .map(|x| s.spec.labels[x.label].clone())
+            .collect(),
+        None => (0..t.rank()).map(|i| format!("leg {i}")).collect(),
+    };
+    let mut first = match (scale, assign) {
+        (Some(beta), Assign::Accumulate) => {
+            t.scale(X::Elem::one() + beta);
+            Accum::Add
+        }
+        (Some(beta), _) => {
+            t.scale(beta);
+            Accum::Add
+        }
+        (None, Assign::Accumulate) => Accum::Add,
+        (None, _) => Accum::Replace,
+    };
+    for term in terms {
+        site.into(term, t, first, &names, &options)?;
+        first = Accum::Add;
     }
-    let r = site.run(spec, ops, alpha)?;
-    t.write_from(&r, accum, &names)
+    Ok(())
 }

@@ -69,6 +69,9 @@ pub trait Scalar:
     + PartialEq
     + std::ops::Add<Output = Self>
     + std::ops::Mul<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
     + std::ops::AddAssign
     + 'static
 {

@@ -122,24 +122,30 @@ pub struct ContractionSpec {
 }
 
 impl ContractionSpec {
-    /// Checks the label structure: every label twice on the right (contracted) or once on the
-    /// right and once on the left (open); no label twice on one operand; tree covers operands once.
+    /// Checks the label structure: every label twice on the right (contracted between two
+    /// operands, or traced: twice on one operand) or once on the right and once on the left
+    /// (open); a traced label appears nowhere else; the tree covers the operands once.
     pub fn validate(&self) -> Result<()> {
         let n = self.labels.len();
         let mut rhs = vec![0usize; n];
         let mut lhs = vec![0usize; n];
+        let mut traced = vec![false; n];
         for op in &self.operands {
-            let mut seen = vec![false; n];
+            let mut seen = vec![0u8; n];
             for ix in &op.indices {
-                let l = self.label(ix.label)?;
-                if std::mem::replace(&mut seen[ix.label], true) {
-                    return Err(invalid(format!(
-                        "index `{l}` appears twice on `{}` (partial traces are not supported)",
-                        op.name
-                    )));
-                }
+                self.label(ix.label)?;
+                seen[ix.label] += 1;
                 rhs[ix.label] += 1;
+                if seen[ix.label] == 2 {
+                    traced[ix.label] = true;
+                }
             }
+        }
+        if let Some(l) = (0..n).find(|&l| traced[l] && rhs[l] > 2) {
+            return Err(invalid(format!(
+                "index `{}` is traced on one operand and also appears elsewhere",
+                self.labels[l]
+            )));
         }
         for ix in &self.output {
             let l = self.label(ix.label)?;
@@ -188,6 +194,43 @@ impl ContractionSpec {
             });
         }
         Ok(())
+    }
+
+    /// The traced index pairs of each operand (legs with the same label): empty when none.
+    pub fn traces(&self) -> Vec<Vec<(usize, usize)>> {
+        self.operands
+            .iter()
+            .map(|o| {
+                let mut pairs = Vec::new();
+                for (i, a) in o.indices.iter().enumerate() {
+                    if let Some(j) = o.indices[i + 1..].iter().position(|b| b.label == a.label) {
+                        pairs.push((i, i + 1 + j));
+                    }
+                }
+                pairs
+            })
+            .collect()
+    }
+
+    /// The spec once every partial trace is done: each traced operand loses its traced legs
+    /// (its tensor is traced first, see `DynTensor::partial_trace`). None without traces.
+    pub fn without_traces(&self) -> Option<ContractionSpec> {
+        let traces = self.traces();
+        if traces.iter().all(Vec::is_empty) {
+            return None;
+        }
+        let mut s = self.clone();
+        for (o, pairs) in s.operands.iter_mut().zip(&traces) {
+            let gone: Vec<usize> = pairs.iter().flat_map(|&(a, b)| [a, b]).collect();
+            o.indices = o
+                .indices
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !gone.contains(i))
+                .map(|(_, ix)| ix.clone())
+                .collect();
+        }
+        Some(s)
     }
 
     /// The pairwise order: the one given, else left to right.

@@ -5,6 +5,7 @@ mod dense;
 mod index;
 mod permute;
 mod tensor;
+mod trace;
 
 pub use index::BlockIndex;
 pub(crate) use index::{allowed_keys, block_charge, check_rank, common_symmetry};
@@ -121,8 +122,26 @@ impl<T: Scalar> DynTensor<T> {
         charge: Charge,
         blocks: &[Vec<usize>],
     ) -> Result<Self> {
-        check_rank(legs.len())?;
         let symmetry = common_symmetry(&legs)?;
+        Self::zeros_with_blocks_in(&symmetry, legs, charge, blocks)
+    }
+
+    /// Like [`Self::zeros_with_blocks`] with the symmetry given (needed for rank 0).
+    pub fn zeros_with_blocks_in(
+        symmetry: &Symmetry,
+        legs: Vec<Leg>,
+        charge: Charge,
+        blocks: &[Vec<usize>],
+    ) -> Result<Self> {
+        check_rank(legs.len())?;
+        if let Some(l) = legs.iter().position(|l| l.space.symmetry() != symmetry) {
+            return Err(Error::SymmetryMismatch {
+                what: format!("leg {l}"),
+                left: symmetry.to_string(),
+                right: legs[l].space.symmetry().to_string(),
+            });
+        }
+        let symmetry = symmetry.clone();
         check_charge(&symmetry, &charge)?;
         let mut keys: Vec<BlockKey> = Vec::with_capacity(blocks.len());
         for b in blocks {

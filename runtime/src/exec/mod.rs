@@ -90,8 +90,35 @@ pub struct StepStats {
     pub transposes: usize,
 }
 
+/// The operands with their partial traces done (blockwise), and the spec without them; None
+/// when the spec traces nothing.
+pub fn untrace<T: Scalar>(
+    spec: &ContractionSpec,
+    ops: &[&DynTensor<T>],
+) -> Result<Option<(ContractionSpec, Vec<DynTensor<T>>)>> {
+    let Some(reduced) = spec.without_traces() else {
+        return Ok(None);
+    };
+    spec.validate()?;
+    check_operands(spec, ops)?;
+    let traces = spec.traces();
+    let mut traced = Vec::with_capacity(ops.len());
+    for ((t, pairs), o) in ops.iter().zip(&traces).zip(&spec.operands) {
+        let names: Vec<String> = pairs
+            .iter()
+            .map(|&(a, _)| spec.labels[o.indices[a].label].clone())
+            .collect();
+        traced.push(if pairs.is_empty() {
+            (*t).clone()
+        } else {
+            t.partial_trace(pairs, &names)?
+        });
+    }
+    Ok(Some((reduced, traced)))
+}
+
 /// Contracts with the coalescing planner: the plan comes from `cache` (planned on a miss),
-/// then runs on the CPU executor with `threads` threads.
+/// then runs on the CPU executor with `threads` threads. Partial traces are done first.
 pub fn contract_planned<T: Scalar>(
     spec: &ContractionSpec,
     spec_fp: u64,
@@ -101,18 +128,28 @@ pub fn contract_planned<T: Scalar>(
     options: &PlanOptions,
     threads: usize,
 ) -> Result<(DynTensor<T>, RunStats, Arc<Plan>)> {
+    if let Some((reduced, traced)) = untrace(spec, ops)? {
+        let refs: Vec<&DynTensor<T>> = traced.iter().collect();
+        let fp = spec_fingerprint(&reduced);
+        return contract_planned(&reduced, fp, &refs, alpha, cache, options, threads);
+    }
     let plan = cache.get_or_plan(spec, spec_fp, ops, options)?;
     let (t, stats, _) = execute(&plan, ops, alpha, threads, None)?;
     Ok((t, stats, plan))
 }
 
-/// Contracts `ops` as `spec` says, with `alpha` folded into the last step, on a block-sparse executor.
+/// Contracts `ops` as `spec` says, with `alpha` folded into the last step, on a block-sparse
+/// executor. Partial traces are done first, block by block.
 pub fn contract_dyn<T: Scalar>(
     spec: &ContractionSpec,
     ops: &[&DynTensor<T>],
     alpha: T,
     exec: Executor,
 ) -> Result<(DynTensor<T>, RunStats)> {
+    if let Some((reduced, traced)) = untrace(spec, ops)? {
+        let refs: Vec<&DynTensor<T>> = traced.iter().collect();
+        return contract_dyn(&reduced, &refs, alpha, exec);
+    }
     if exec == Executor::Planned {
         static CACHE: PlanCache = PlanCache::new();
         let (t, stats, _) = contract_planned(

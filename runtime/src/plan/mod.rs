@@ -249,6 +249,20 @@ fn build<T: Scalar>(
 ) -> Result<Option<Plan>> {
     let t0 = Instant::now();
     spec.validate()?;
+    if let Some((i, pairs)) = spec
+        .traces()
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !p.is_empty())
+    {
+        return Err(Error::InvalidSpec {
+            reason: format!(
+                "operand {i} ({}) traces its axes {:?}; a plan takes no traces: take them first \
+                 (DynTensor::partial_trace, or contract_dyn, which does)",
+                spec.operands[i].name, pairs
+            ),
+        });
+    }
     check_operands(spec, ops)?;
     let mut parts: Vec<Option<Partial<T>>> = spec
         .operands

@@ -45,6 +45,20 @@ impl ContractionSpec {
                 indices,
             });
         }
+        for o in &operands {
+            let o: &OperandSpec = o;
+            if let Some((i, _)) = o
+                .indices
+                .iter()
+                .enumerate()
+                .find(|(i, a)| o.indices[i + 1..].iter().any(|b| b.label == a.label))
+            {
+                return Err(bad(&format!(
+                    "index `{}` appears twice on `{}` (the workload format has no traces)",
+                    labels[o.indices[i].label], o.name
+                )));
+            }
+        }
         let spec = ContractionSpec {
             labels,
             output_name: out_name,

@@ -35,6 +35,14 @@ fn main() -> blockcontract::Result<()> {
     let _e = contract!(e[a, s, y] := (env.left)[a, x] * d[x, s, y])?;
     let mut dd: DynTensor<f64> = c.clone().into_dyn();
     contract!(dd[i, j] += m[i, k] * (env.left)[k, j])?;
+    // sums and differences of terms, divisors, the target as a term, -=, traces, options
+    let _s = contract!(s[i, j] := m[i, k] * m[k, j] - 0.5 * m[i, j] + m[i, j] / 2.0)?;
+    contract!(c2[i, j] = 0.5 * c2[i, j] + m[i, k] * m[k, j])?;
+    contract!(c2[i, j] -= m[i, k] * m[k, j] / alpha)?;
+    let _tr = contract!(r[a, b] := w[a, b, s, s])?;
+    let _o = contract!(o[i, j] := m[i, k] * m[k, j]; executor = pairwise, threads = 1)?;
+    let cache = blockcontract::PlanCache::new();
+    let _o2 = contract!(o[i, j] := m[i, k] * m[k, j]; cache = cache)?;
 
     // complex: conj in both spellings, complex scalars
     let mc = Tensor::<Complex64, 2>::from_fn([Leg::out(&v), Leg::inc(&v)], q.clone(), None, |[i, j]| Complex64::new(i as f64, j as f64))?;
