@@ -7,7 +7,7 @@ mod common;
 
 use blockcontract::{
     build_plan, contract, Assign, Conj, ContractionSpec, DynTensor, Error, IndexSpec, Leg,
-    OperandSpec, PlanCache, PlanOptions, Scalar, Space, Symmetry, Tensor,
+    OperandSpec, PlanCache, PlanOptions, Scalar, Space, Tensor,
 };
 use ndarray::{ArrayD, IxDyn};
 use num_complex::Complex64;
@@ -281,6 +281,4 @@ fn a_macro_forwarding_to_contract_compiles_and_runs() {
         .unwrap()
         .into_dyn();
     assert!(e.norm() < 1e-12 * c.norm().max(1.0));
-    let u1 = Symmetry::u1();
-    let _ = u1;
 }

@@ -43,6 +43,14 @@ fn main() -> blockcontract::Result<()> {
     let _o = contract!(o[i, j] := m[i, k] * m[k, j]; executor = pairwise, threads = 1)?;
     let cache = blockcontract::PlanCache::new();
     let _o2 = contract!(o[i, j] := m[i, k] * m[k, j]; cache = cache)?;
+    // a macro forwarding its tokens to contract! (hygiene of the generated temporaries)
+    macro_rules! fwd {
+        ($($t:tt)*) => { contract!($($t)*) };
+    }
+    let f = fwd!(f[i, j] := m[i, k] * m[k, j])?;
+    let mut g = f.clone();
+    fwd!(g[i, j] = m[i, k] * f[k, j])?;
+    fwd!(g[i, j] += m[i, k] * f[k, j] - f[i, j])?;
 
     // complex: conj in both spellings, complex scalars
     let mc = Tensor::<Complex64, 2>::from_fn([Leg::out(&v), Leg::inc(&v)], q.clone(), None, |[i, j]| Complex64::new(i as f64, j as f64))?;
