@@ -8,7 +8,7 @@ use crate::exec::{contract_dyn, contract_planned, execute_into, Executor};
 use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{CacheStats, PlanCache, PlanOptions};
-use crate::scalar::{Conj, Scalar};
+use crate::scalar::{monomorphic, Conj, Scalar};
 use crate::spec::{Assign, ContractionSpec, IndexSpec, OperandSpec, Tree};
 use crate::symmetry::Flow;
 use num_complex::Complex64;
@@ -122,17 +122,7 @@ impl CallSite {
     }
     /// One term as a new tensor, on the executor the options name.
     fn compute<T: Scalar>(&'static self, t: &Term<'_, T>, o: &Options<'_>) -> Result<DynTensor<T>> {
-        let s = self.spec(t.spec)?;
-        match o.executor {
-            Executor::Planned => {
-                let cache = o.cache.unwrap_or(&self.plans);
-                let opts = default_options();
-                let (r, _, _) =
-                    contract_planned(&s.spec, s.fp, t.ops, t.alpha, cache, &opts, o.threads)?;
-                Ok(r)
-            }
-            e => Ok(contract_dyn(&s.spec, t.ops, t.alpha, e)?.0),
-        }
+        (entry::<T>()?.compute)(self, t, o)
     }
     /// `target = term` (`Accum::Replace`) or `target += term` (`Accum::Add`): in place when
     /// the planner can write into the target (it stores every block the term produces).
@@ -144,19 +134,76 @@ impl CallSite {
         names: &[String],
         o: &Options<'_>,
     ) -> Result<()> {
-        let s = self.spec(t.spec)?;
-        if o.executor == Executor::Planned && !s.traced {
-            let cache = o.cache.unwrap_or(&self.plans);
-            let opts = default_options();
-            if let Some(plan) = cache.get_or_plan_into(&s.spec, s.fp, t.ops, target, &opts)? {
-                target.check_same_legs(&plan.output_skeleton::<T>()?, names)?;
-                execute_into(&plan, t.ops, t.alpha, o.threads, target, accum)?;
-                return Ok(());
-            }
-        }
-        let r = self.compute(t, o)?;
-        target.write_from(&r, accum, names)
+        (entry::<T>()?.into)(self, t, target, accum, names, o)
     }
+}
+
+/// What a call site runs, instantiated in this crate per element type (see
+/// [`monomorphic!`](crate::scalar::monomorphic)): the code `contract!` expands to is generic
+/// over the element type, and only these thin calls are compiled in the user's crate.
+struct Entry<T: Scalar> {
+    compute: fn(&'static CallSite, &Term<'_, T>, &Options<'_>) -> Result<DynTensor<T>>,
+    into: fn(
+        &'static CallSite,
+        &Term<'_, T>,
+        &mut DynTensor<T>,
+        Accum,
+        &[String],
+        &Options<'_>,
+    ) -> Result<()>,
+}
+
+impl<T: Scalar> Entry<T> {
+    const NEW: Self = Entry {
+        compute: compute_here::<T>,
+        into: into_here::<T>,
+    };
+}
+
+fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
+    monomorphic!(T, Entry)
+}
+
+/// [`CallSite::compute`], instantiated per element type.
+fn compute_here<T: Scalar>(
+    site: &'static CallSite,
+    t: &Term<'_, T>,
+    o: &Options<'_>,
+) -> Result<DynTensor<T>> {
+    let s = site.spec(t.spec)?;
+    match o.executor {
+        Executor::Planned => {
+            let cache = o.cache.unwrap_or(&site.plans);
+            let opts = default_options();
+            let (r, _, _) =
+                contract_planned(&s.spec, s.fp, t.ops, t.alpha, cache, &opts, o.threads)?;
+            Ok(r)
+        }
+        e => Ok(contract_dyn(&s.spec, t.ops, t.alpha, e)?.0),
+    }
+}
+
+/// [`CallSite::into`], instantiated per element type.
+fn into_here<T: Scalar>(
+    site: &'static CallSite,
+    t: &Term<'_, T>,
+    target: &mut DynTensor<T>,
+    accum: Accum,
+    names: &[String],
+    o: &Options<'_>,
+) -> Result<()> {
+    let s = site.spec(t.spec)?;
+    if o.executor == Executor::Planned && !s.traced {
+        let cache = o.cache.unwrap_or(&site.plans);
+        let opts = default_options();
+        if let Some(plan) = cache.get_or_plan_into(&s.spec, s.fp, t.ops, target, &opts)? {
+            target.check_same_legs(&plan.output_skeleton::<T>()?, names)?;
+            execute_into(&plan, t.ops, t.alpha, o.threads, target, accum)?;
+            return Ok(());
+        }
+    }
+    let r = site.compute(t, o)?;
+    target.write_from(&r, accum, names)
 }
 
 /// One term of a contraction (a product, or a sum's term): the index of its spec at the call

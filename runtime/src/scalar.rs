@@ -1,7 +1,9 @@
 //! Element types: f64, f32 and complex f64.
 
+use crate::error::{Error, Result};
 use faer::traits::ComplexField;
 use num_complex::Complex64;
+use std::any::Any;
 use std::fmt::{Debug, Display};
 
 /// The element types a workload file can name.
@@ -58,9 +60,19 @@ impl Display for DType {
     }
 }
 
-/// An element type of a tensor.
+mod sealed {
+    /// Only this crate's element types are `Scalar`: every generic entry point reaches code
+    /// instantiated here for each of them (see [`monomorphic!`](crate::scalar::monomorphic)).
+    pub trait Sealed {}
+    impl Sealed for f64 {}
+    impl Sealed for f32 {}
+    impl Sealed for num_complex::Complex64 {}
+}
+
+/// An element type of a tensor: `f64`, `f32` or `Complex64` (sealed).
 pub trait Scalar:
-    ComplexField
+    sealed::Sealed
+    + ComplexField
     + Copy
     + Send
     + Sync
@@ -187,3 +199,38 @@ impl Scalar for Complex64 {
         self.im
     }
 }
+
+/// The table of `T`'s entry points among the three instantiated in this crate (one per element
+/// type), by `T::DTYPE`. Not reachable for a sealed `Scalar`, the error is the fallback.
+pub(crate) fn pick<T: Scalar, K: 'static>(
+    f64: &'static dyn Any,
+    f32: &'static dyn Any,
+    c64: &'static dyn Any,
+) -> Result<&'static K> {
+    let table = match T::DTYPE {
+        DType::F64 => f64,
+        DType::F32 => f32,
+        DType::C64 => c64,
+    };
+    table
+        .downcast_ref::<K>()
+        .ok_or_else(|| Error::UnsupportedDtype {
+            dtype: T::DTYPE,
+            executor: "this build (no instance of the entry points)".into(),
+        })
+}
+
+/// `monomorphic!(T, Table)`: the `Table<T>` of function pointers (`Table::<X>::NEW` for each
+/// element type X) whose statics live in this crate, so the generic code they point to is
+/// instantiated and optimised here, at the runtime's optimisation level, whatever the opt-level
+/// of the crate calling the generic entry point (a user's debug build runs the kernels at
+/// release speed when the dependencies are optimised). `Result<&'static Table<T>>`.
+macro_rules! monomorphic {
+    ($t:ty, $table:ident) => {{
+        static F64: $table<f64> = $table::<f64>::NEW;
+        static F32: $table<f32> = $table::<f32>::NEW;
+        static C64: $table<::num_complex::Complex64> = $table::<::num_complex::Complex64>::NEW;
+        $crate::scalar::pick::<$t, $table<$t>>(&F64, &F32, &C64)
+    }};
+}
+pub(crate) use monomorphic;

@@ -13,7 +13,7 @@ use index::{check_charge, check_key, visit_elements};
 pub use tensor::Tensor;
 
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::{monomorphic, Scalar};
 use crate::symmetry::{Charge, Leg, Symmetry};
 use crate::view::Layout;
 use std::sync::Arc;
@@ -468,6 +468,14 @@ impl<T: Scalar> DynTensor<T> {
 
     /// Frobenius norm over stored elements.
     pub fn norm(&self) -> f64 {
+        match entry::<T>() {
+            Ok(e) => (e.norm)(self),
+            Err(_) => self.norm_here(),
+        }
+    }
+
+    /// [`Self::norm`], instantiated per element type.
+    fn norm_here(&self) -> f64 {
         self.st
             .blocks
             .iter()
@@ -511,6 +519,14 @@ impl<T: Scalar> DynTensor<T> {
 
     /// Multiplies every element by `alpha`.
     pub fn scale(&mut self, alpha: T) {
+        match entry::<T>() {
+            Ok(e) => (e.scale)(self, alpha),
+            Err(_) => self.scale_here(alpha),
+        }
+    }
+
+    /// [`Self::scale`], instantiated per element type.
+    fn scale_here(&mut self, alpha: T) {
         self.data.iter_mut().for_each(|x| *x = alpha * *x);
     }
 
@@ -604,4 +620,22 @@ impl<T: Scalar> DynTensor<T> {
                 .zip(&other.st.blocks)
                 .all(|(a, b)| a.key == b.key)
     }
+}
+
+/// The elementwise passes user code calls in loops (norms, scaling), instantiated in this crate
+/// per element type (see [`monomorphic!`](crate::scalar::monomorphic)).
+struct Entry<T: Scalar> {
+    norm: fn(&DynTensor<T>) -> f64,
+    scale: fn(&mut DynTensor<T>, T),
+}
+
+impl<T: Scalar> Entry<T> {
+    const NEW: Self = Entry {
+        norm: DynTensor::<T>::norm_here,
+        scale: DynTensor::<T>::scale_here,
+    };
+}
+
+fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
+    monomorphic!(T, Entry)
 }

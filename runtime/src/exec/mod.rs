@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{Input, KernelCounts, Plan, PlanCache, PlanOptions};
-use crate::scalar::Scalar;
+use crate::scalar::{monomorphic, Scalar};
 use crate::spec::ContractionSpec;
 use crate::step::check_operands;
 use std::sync::Arc;
@@ -90,6 +90,107 @@ pub struct StepStats {
     pub transposes: usize,
 }
 
+/// The entry points of this module, instantiated in this crate per element type (see
+/// [`monomorphic!`](crate::scalar::monomorphic)): the public generic functions are thin
+/// calls through this table.
+struct Entry<T: Scalar> {
+    contract_planned: Planned<T>,
+    contract_dyn:
+        fn(&ContractionSpec, &[&DynTensor<T>], T, Executor) -> Result<(DynTensor<T>, RunStats)>,
+    execute: Execute<T>,
+    execute_into: ExecuteInto<T>,
+}
+
+type Planned<T> = fn(
+    &ContractionSpec,
+    u64,
+    &[&DynTensor<T>],
+    T,
+    &PlanCache,
+    &PlanOptions,
+    usize,
+) -> Result<(DynTensor<T>, RunStats, Arc<Plan>)>;
+type Execute<T> = fn(
+    &Plan,
+    &[&DynTensor<T>],
+    T,
+    usize,
+    Option<&mut Vec<Vec<f64>>>,
+) -> Result<(DynTensor<T>, RunStats, KernelCounts)>;
+type ExecuteInto<T> = fn(
+    &Plan,
+    &[&DynTensor<T>],
+    T,
+    usize,
+    &mut DynTensor<T>,
+    Accum,
+) -> Result<(RunStats, KernelCounts)>;
+
+impl<T: Scalar> Entry<T> {
+    const NEW: Self = Entry {
+        contract_planned: contract_planned_here::<T>,
+        contract_dyn: contract_dyn_here::<T>,
+        execute: execute_here::<T>,
+        execute_into: execute_into_here::<T>,
+    };
+}
+
+fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
+    monomorphic!(T, Entry)
+}
+
+/// Contracts with the coalescing planner: the plan comes from `cache` (planned on a miss),
+/// then runs on the CPU executor with `threads` threads. Partial traces are done first.
+pub fn contract_planned<T: Scalar>(
+    spec: &ContractionSpec,
+    spec_fp: u64,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    cache: &PlanCache,
+    options: &PlanOptions,
+    threads: usize,
+) -> Result<(DynTensor<T>, RunStats, Arc<Plan>)> {
+    (entry::<T>()?.contract_planned)(spec, spec_fp, ops, alpha, cache, options, threads)
+}
+
+/// Contracts `ops` as `spec` says, with `alpha` folded into the last step, on a block-sparse
+/// executor. Partial traces are done first, block by block.
+pub fn contract_dyn<T: Scalar>(
+    spec: &ContractionSpec,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    exec: Executor,
+) -> Result<(DynTensor<T>, RunStats)> {
+    (entry::<T>()?.contract_dyn)(spec, ops, alpha, exec)
+}
+
+/// Runs a plan on operands of the structure it was planned for (checked: anything else is an
+/// error) into a new tensor. `times`, when given, receives each group's wall time per step
+/// (sequential execution).
+pub fn execute<T: Scalar>(
+    plan: &Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    times: Option<&mut Vec<Vec<f64>>>,
+) -> Result<(DynTensor<T>, RunStats, KernelCounts)> {
+    (entry::<T>()?.execute)(plan, ops, alpha, threads, times)
+}
+
+/// Runs a plan made by [`crate::plan::build_plan_into`] for `target`'s structure, writing in
+/// place: `target = alpha * result` (`Accum::Replace`) or `target += alpha * result`
+/// (`Accum::Add`). No buffer is allocated for the result.
+pub fn execute_into<T: Scalar>(
+    plan: &Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    target: &mut DynTensor<T>,
+    accum: Accum,
+) -> Result<(RunStats, KernelCounts)> {
+    (entry::<T>()?.execute_into)(plan, ops, alpha, threads, target, accum)
+}
+
 /// The operands with their partial traces done (blockwise), and the spec without them; None
 /// when the spec traces nothing.
 pub fn untrace<T: Scalar>(
@@ -117,9 +218,8 @@ pub fn untrace<T: Scalar>(
     Ok(Some((reduced, traced)))
 }
 
-/// Contracts with the coalescing planner: the plan comes from `cache` (planned on a miss),
-/// then runs on the CPU executor with `threads` threads. Partial traces are done first.
-pub fn contract_planned<T: Scalar>(
+/// [`contract_planned`], instantiated per element type.
+fn contract_planned_here<T: Scalar>(
     spec: &ContractionSpec,
     spec_fp: u64,
     ops: &[&DynTensor<T>],
@@ -138,9 +238,8 @@ pub fn contract_planned<T: Scalar>(
     Ok((t, stats, plan))
 }
 
-/// Contracts `ops` as `spec` says, with `alpha` folded into the last step, on a block-sparse
-/// executor. Partial traces are done first, block by block.
-pub fn contract_dyn<T: Scalar>(
+/// [`contract_dyn`], instantiated per element type.
+fn contract_dyn_here<T: Scalar>(
     spec: &ContractionSpec,
     ops: &[&DynTensor<T>],
     alpha: T,
@@ -172,10 +271,8 @@ pub fn contract_dyn<T: Scalar>(
     reference::contract_pairwise(spec, ops, alpha)
 }
 
-/// Runs a plan on operands of the structure it was planned for (checked: anything else is an
-/// error) into a new tensor. `times`, when given, receives each group's wall time per step
-/// (sequential execution).
-pub fn execute<T: Scalar>(
+/// [`execute`], instantiated per element type.
+fn execute_here<T: Scalar>(
     plan: &Plan,
     ops: &[&DynTensor<T>],
     alpha: T,
@@ -206,10 +303,8 @@ pub fn execute<T: Scalar>(
     Ok((t, stats, counts))
 }
 
-/// Runs a plan made by [`crate::plan::build_plan_into`] for `target`'s structure, writing in
-/// place: `target = alpha * result` (`Accum::Replace`) or `target += alpha * result`
-/// (`Accum::Add`). No buffer is allocated for the result.
-pub fn execute_into<T: Scalar>(
+/// [`execute_into`], instantiated per element type.
+fn execute_into_here<T: Scalar>(
     plan: &Plan,
     ops: &[&DynTensor<T>],
     alpha: T,

@@ -14,7 +14,7 @@
 use super::matrix::{check_groups, dense, factor, sectors, BondAt, Sector};
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
-use crate::scalar::Scalar;
+use crate::scalar::{monomorphic, Scalar};
 use crate::symmetry::{Charge, Leg, Space, Symmetry};
 use faer::{Mat, MatRef};
 use std::sync::Arc;
@@ -154,6 +154,16 @@ pub fn svd<T: Scalar>(
     cols: &[usize],
     trunc: &Truncation,
 ) -> Result<Svd<T>> {
+    (entry::<T>()?.svd)(t, rows, cols, trunc)
+}
+
+/// [`svd`], instantiated per element type.
+fn svd_here<T: Scalar>(
+    t: &DynTensor<T>,
+    rows: &[usize],
+    cols: &[usize],
+    trunc: &Truncation,
+) -> Result<Svd<T>> {
     check_groups(t.rank(), rows, cols)?;
     trunc.check()?;
     let secs = sectors(t, rows, cols, false);
@@ -239,6 +249,15 @@ pub fn qr<T: Scalar>(
     rows: &[usize],
     cols: &[usize],
 ) -> Result<(DynTensor<T>, DynTensor<T>)> {
+    (entry::<T>()?.qr)(t, rows, cols)
+}
+
+/// [`qr`], instantiated per element type.
+fn qr_here<T: Scalar>(
+    t: &DynTensor<T>,
+    rows: &[usize],
+    cols: &[usize],
+) -> Result<(DynTensor<T>, DynTensor<T>)> {
     check_groups(t.rank(), rows, cols)?;
     let secs = sectors(t, rows, cols, false);
     let live: Vec<&Sector> = secs
@@ -285,6 +304,15 @@ pub fn qr<T: Scalar>(
 
 /// `t = l * q` with `q` an isometry on the column legs (rows orthonormal per sector).
 pub fn lq<T: Scalar>(
+    t: &DynTensor<T>,
+    rows: &[usize],
+    cols: &[usize],
+) -> Result<(DynTensor<T>, DynTensor<T>)> {
+    (entry::<T>()?.lq)(t, rows, cols)
+}
+
+/// [`lq`], instantiated per element type.
+fn lq_here<T: Scalar>(
     t: &DynTensor<T>,
     rows: &[usize],
     cols: &[usize],
@@ -342,6 +370,11 @@ pub fn lq<T: Scalar>(
 /// The eigendecomposition of a Hermitian `t` (`cols` the duals of `rows`, in order; charge
 /// zero). Errors name the leg pair that is not dual, or report a non-Hermitian sector.
 pub fn eigh<T: Scalar>(t: &DynTensor<T>, rows: &[usize], cols: &[usize]) -> Result<Eigh<T>> {
+    (entry::<T>()?.eigh)(t, rows, cols)
+}
+
+/// [`eigh`], instantiated per element type.
+fn eigh_here<T: Scalar>(t: &DynTensor<T>, rows: &[usize], cols: &[usize]) -> Result<Eigh<T>> {
     check_groups(t.rank(), rows, cols)?;
     if rows.len() != cols.len() {
         return Err(Error::InvalidLegs {
@@ -408,4 +441,28 @@ pub fn eigh<T: Scalar>(t: &DynTensor<T>, rows: &[usize], cols: &[usize]) -> Resu
     let mut values: Vec<f64> = vals.concat();
     values.sort_by(f64::total_cmp);
     Ok(Eigh { v, d, values })
+}
+
+type Split<T> = fn(&DynTensor<T>, &[usize], &[usize]) -> Result<(DynTensor<T>, DynTensor<T>)>;
+
+/// The factorizations, instantiated in this crate per element type (see
+/// [`monomorphic!`](crate::scalar::monomorphic)).
+struct Entry<T: Scalar> {
+    svd: fn(&DynTensor<T>, &[usize], &[usize], &Truncation) -> Result<Svd<T>>,
+    qr: Split<T>,
+    lq: Split<T>,
+    eigh: fn(&DynTensor<T>, &[usize], &[usize]) -> Result<Eigh<T>>,
+}
+
+impl<T: Scalar> Entry<T> {
+    const NEW: Self = Entry {
+        svd: svd_here::<T>,
+        qr: qr_here::<T>,
+        lq: lq_here::<T>,
+        eigh: eigh_here::<T>,
+    };
+}
+
+fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
+    monomorphic!(T, Entry)
 }

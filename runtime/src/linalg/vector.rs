@@ -5,7 +5,7 @@
 use crate::block::{BlockKey, DynTensor};
 use crate::error::Result;
 use crate::hash::generate;
-use crate::scalar::Scalar;
+use crate::scalar::{monomorphic, Scalar};
 use crate::symmetry::{Charge, Leg};
 use crate::view::{for_each_pair, strided_copy, CopyMode, Layout, MAX_RANK};
 
@@ -25,6 +25,11 @@ impl<T: Scalar> DynTensor<T> {
     /// `self += alpha * x`. `x` must have this tensor's legs and charge; blocks of `x` that
     /// `self` lacks are added (the buffer grows).
     pub fn axpy(&mut self, alpha: T, x: &Self) -> Result<()> {
+        (entry::<T>()?.axpy)(self, alpha, x)
+    }
+
+    /// [`Self::axpy`], instantiated per element type.
+    fn axpy_here(&mut self, alpha: T, x: &Self) -> Result<()> {
         self.check_same_legs(x, &leg_names(self.rank()))?;
         if self.same_layout(x) {
             for (y, &v) in self.data_mut().iter_mut().zip(x.data()) {
@@ -74,6 +79,11 @@ impl<T: Scalar> DynTensor<T> {
 
     /// The inner product `<self|x> = sum conj(self) * x` over the blocks both store.
     pub fn inner(&self, x: &Self) -> Result<T> {
+        (entry::<T>()?.inner)(self, x)
+    }
+
+    /// [`Self::inner`], instantiated per element type.
+    fn inner_here(&self, x: &Self) -> Result<T> {
         self.check_same_legs(x, &leg_names(self.rank()))?;
         if self.same_layout(x) {
             let mut s = T::zero();
@@ -116,4 +126,22 @@ impl<T: Scalar> DynTensor<T> {
             T::from_parts(generate(seed, i), generate(seed, i ^ (1 << 63)))
         })
     }
+}
+
+/// The vector operations Lanczos runs every iteration, instantiated in this crate per element
+/// type (see [`monomorphic!`](crate::scalar::monomorphic)).
+struct Entry<T: Scalar> {
+    axpy: fn(&mut DynTensor<T>, T, &DynTensor<T>) -> Result<()>,
+    inner: fn(&DynTensor<T>, &DynTensor<T>) -> Result<T>,
+}
+
+impl<T: Scalar> Entry<T> {
+    const NEW: Self = Entry {
+        axpy: DynTensor::<T>::axpy_here,
+        inner: DynTensor::<T>::inner_here,
+    };
+}
+
+fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
+    monomorphic!(T, Entry)
 }

@@ -154,11 +154,7 @@ impl PlanCache {
         ops: &[&DynTensor<T>],
         options: &PlanOptions,
     ) -> Result<Arc<Plan>> {
-        let key = fingerprint(spec_fp, ops, options);
-        let plan = self.lookup(key, || build_plan(spec, ops, options).map(Some))?;
-        plan.ok_or_else(|| crate::error::Error::InvalidSpec {
-            reason: "a plan without a fixed output has no output".into(),
-        })
+        (super::entry::<T>()?.get_or_plan)(self, spec, spec_fp, ops, options)
     }
     /// The cached plan writing in place into a target of `target`'s structure (`=`, `+=`), or
     /// a new one; None (also cached) when the contraction cannot be written in place there.
@@ -170,13 +166,7 @@ impl PlanCache {
         target: &DynTensor<T>,
         options: &PlanOptions,
     ) -> Result<Option<Arc<Plan>>> {
-        let mut h = Fx::default();
-        h.write(fingerprint(spec_fp, ops, options));
-        h.write(0x1a7e_7a26_e700_0001);
-        h.write(target.structure_fingerprint());
-        self.lookup(h.finish(), || {
-            super::build_plan_into(spec, ops, target, options)
-        })
+        (super::entry::<T>()?.get_or_plan_into)(self, spec, spec_fp, ops, target, options)
     }
     fn lookup(
         &self,
@@ -272,4 +262,37 @@ impl PlanCache {
         g.map = None;
         g.bytes = 0;
     }
+}
+
+/// [`PlanCache::get_or_plan`], instantiated per element type.
+pub(super) fn get_or_plan_here<T: Scalar>(
+    cache: &PlanCache,
+    spec: &ContractionSpec,
+    spec_fp: u64,
+    ops: &[&DynTensor<T>],
+    options: &PlanOptions,
+) -> Result<Arc<Plan>> {
+    let key = fingerprint(spec_fp, ops, options);
+    let plan = cache.lookup(key, || build_plan(spec, ops, options).map(Some))?;
+    plan.ok_or_else(|| crate::error::Error::InvalidSpec {
+        reason: "a plan without a fixed output has no output".into(),
+    })
+}
+
+/// [`PlanCache::get_or_plan_into`], instantiated per element type.
+pub(super) fn get_or_plan_into_here<T: Scalar>(
+    cache: &PlanCache,
+    spec: &ContractionSpec,
+    spec_fp: u64,
+    ops: &[&DynTensor<T>],
+    target: &DynTensor<T>,
+    options: &PlanOptions,
+) -> Result<Option<Arc<Plan>>> {
+    let mut h = Fx::default();
+    h.write(fingerprint(spec_fp, ops, options));
+    h.write(0x1a7e_7a26_e700_0001);
+    h.write(target.structure_fingerprint());
+    cache.lookup(h.finish(), || {
+        super::build_plan_into(spec, ops, target, options)
+    })
 }

@@ -22,11 +22,11 @@ pub use step::{plan_step, plan_step_with, OperandPlan, StepPlan};
 
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
-use crate::scalar::{Conj, Scalar};
+use crate::scalar::{monomorphic, Conj, Scalar};
 use crate::spec::{permutation, ContractionSpec, Tree};
 use crate::step::{check_operands, step_desc};
 use std::any::Any;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Where a step's operand comes from.
@@ -222,10 +222,7 @@ pub fn build_plan<T: Scalar>(
     ops: &[&DynTensor<T>],
     options: &PlanOptions,
 ) -> Result<Plan> {
-    let plan = build(spec, ops, options, None)?;
-    plan.ok_or_else(|| Error::InvalidSpec {
-        reason: "a plan without a fixed output has no output".into(),
-    })
+    (entry::<T>()?.build_plan)(spec, ops, options)
 }
 
 /// Plans `spec` so that its last step writes in place into `target`'s buffer, with
@@ -238,7 +235,42 @@ pub fn build_plan_into<T: Scalar>(
     target: &DynTensor<T>,
     options: &PlanOptions,
 ) -> Result<Option<Plan>> {
-    build(spec, ops, options, Some(target))
+    (entry::<T>()?.build_plan_into)(spec, ops, target, options)
+}
+
+/// The planner's entry points, instantiated in this crate per element type (see
+/// [`monomorphic!`](crate::scalar::monomorphic)).
+struct Entry<T: Scalar> {
+    build_plan: fn(&ContractionSpec, &[&DynTensor<T>], &PlanOptions) -> Result<Plan>,
+    build_plan_into:
+        fn(&ContractionSpec, &[&DynTensor<T>], &DynTensor<T>, &PlanOptions) -> Result<Option<Plan>>,
+    get_or_plan:
+        fn(&PlanCache, &ContractionSpec, u64, &[&DynTensor<T>], &PlanOptions) -> Result<Arc<Plan>>,
+    get_or_plan_into: fn(
+        &PlanCache,
+        &ContractionSpec,
+        u64,
+        &[&DynTensor<T>],
+        &DynTensor<T>,
+        &PlanOptions,
+    ) -> Result<Option<Arc<Plan>>>,
+}
+
+impl<T: Scalar> Entry<T> {
+    const NEW: Self = Entry {
+        build_plan: |spec, ops, options| {
+            build(spec, ops, options, None)?.ok_or_else(|| Error::InvalidSpec {
+                reason: "a plan without a fixed output has no output".into(),
+            })
+        },
+        build_plan_into: |spec, ops, target, options| build(spec, ops, options, Some(target)),
+        get_or_plan: cache::get_or_plan_here::<T>,
+        get_or_plan_into: cache::get_or_plan_into_here::<T>,
+    };
+}
+
+fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
+    monomorphic!(T, Entry)
 }
 
 fn build<T: Scalar>(
