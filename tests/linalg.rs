@@ -12,7 +12,7 @@ use proptest::prelude::*;
 
 /// `t` as a dense matrix: `rows` legs fused (row-major) into rows, `cols` into columns.
 fn matricize<T: Scalar>(t: &DynTensor<T>, rows: &[usize], cols: &[usize]) -> Mat<T> {
-    let d = t.to_dense();
+    let d = t.to_dense().unwrap();
     let perm: Vec<usize> = rows.iter().chain(cols).copied().collect();
     let p = d.permuted_axes(ndarray::IxDyn(&perm));
     let p = p.as_standard_layout();
@@ -74,12 +74,12 @@ fn gram<T: Scalar>(q: &DynTensor<T>, group: &[usize], bond: usize) -> DynTensor<
 }
 
 fn max_diff<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>) -> f64 {
-    common::rel_diff(&a.to_dense(), &b.to_dense())
+    common::rel_diff(&a.to_dense().unwrap(), &b.to_dense().unwrap())
 }
 
 /// Identity check on a square dense matrix.
 fn is_identity<T: Scalar>(g: &DynTensor<T>) -> f64 {
-    let d = g.to_dense();
+    let d = g.to_dense().unwrap();
     let mut worst = 0.0f64;
     for ((i, j), v) in d
         .into_dimensionality::<ndarray::Ix2>()
@@ -234,7 +234,7 @@ fn check_eigh<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
         .permuted(&perm, blockcontract::Conj::No, T::one())
         .unwrap();
     let h = x
-        .add(&DynTensor::from_dense(x.legs().to_vec(), s.zero(), &xd.to_dense()).unwrap())
+        .add(&DynTensor::from_dense(x.legs().to_vec(), s.zero(), &xd.to_dense().unwrap()).unwrap())
         .unwrap();
     let rows: Vec<usize> = (0..r).collect();
     let cols: Vec<usize> = (r..2 * r).collect();
@@ -353,7 +353,7 @@ fn lanczos_finds_the_ground_state_of_a_dense_symmetric_matrix() {
     let sp = std::sync::Arc::new(blockcontract::Space::block(&triv, &[(vec![], n)]).unwrap());
     let h = DynTensor::<f64>::random(vec![Leg::out(&sp), Leg::inc(&sp)], triv.zero(), 11).unwrap();
     // symmetrise: h + h^T
-    let hd = h.to_dense();
+    let hd = h.to_dense().unwrap();
     let sym = &hd + &hd.t();
     let h = DynTensor::from_dense(h.legs().to_vec(), triv.zero(), &sym.into_dyn()).unwrap();
     let spec = ContractionSpec::parse("Y[i] = H[i,j] * X[j]").unwrap();
@@ -409,13 +409,14 @@ fn vector_operations_match_dense() {
     let alpha = Complex64::new(0.5, -2.0);
     let mut y = a.clone();
     y.axpy(alpha, &b).unwrap();
-    let want = &a.to_dense() + &b.to_dense().mapv(|x| alpha * x);
-    assert!(common::rel_diff(&y.to_dense(), &want) < 1e-13);
+    let want = &a.to_dense().unwrap() + &b.to_dense().unwrap().mapv(|x| alpha * x);
+    assert!(common::rel_diff(&y.to_dense().unwrap(), &want) < 1e-13);
     let ip = a.inner(&b).unwrap();
     let want: Complex64 = a
         .to_dense()
+        .unwrap()
         .iter()
-        .zip(b.to_dense().iter())
+        .zip(b.to_dense().unwrap().iter())
         .map(|(x, y)| x.conj() * y)
         .sum();
     assert!((ip - want).norm() < 1e-12 * want.norm().max(1.0));

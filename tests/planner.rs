@@ -48,7 +48,7 @@ fn run_forced(spec: &ContractionSpec, ops: &[&DynTensor<f64>], opts: &PlanOption
     let plan = build_plan(spec, ops, opts).unwrap();
     let (got, _, counts) = execute(&plan, ops, 1.0, 1, None).unwrap();
     let (want, _) = contract_dyn(spec, ops, 1.0, Executor::Pairwise).unwrap();
-    assert!(common::rel_diff(&got.to_dense(), &want.to_dense()) < 1e-12);
+    assert!(common::rel_diff(&got.to_dense().unwrap(), &want.to_dense().unwrap()) < 1e-12);
     assert_eq!(counts, plan.counts());
     assert_eq!(counts.pairs, plan.pair_gemms());
     for st in &plan.steps {
@@ -242,13 +242,13 @@ fn check_forced<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
     let ops = [&c.a, &c.b];
     let (want, _) = contract_dyn(&c.spec, &ops, T::from_f64(0.5), Executor::Pairwise)
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let wd = want.to_dense();
+    let wd = want.to_dense().unwrap();
     for opts in forced_options() {
         let plan =
             build_plan(&c.spec, &ops, &opts).map_err(|e| TestCaseError::fail(e.to_string()))?;
         for threads in [1, 2] {
             let (got, _, _) = execute(&plan, &ops, T::from_f64(0.5), threads, None).unwrap();
-            let d = common::rel_diff(&got.to_dense(), &wd);
+            let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
             prop_assert!(
                 d <= 1e-12,
                 "{:?} threads {threads}: relative difference {d}",
@@ -267,13 +267,13 @@ fn check_same_tensor<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseErr
     let alpha = T::from_f64(0.5);
     let (want, _) = contract_dyn(&c.spec, &ops, alpha, Executor::Dense)
         .map_err(|e| TestCaseError::fail(e.to_string()))?;
-    let wd = want.to_dense();
+    let wd = want.to_dense().unwrap();
     for opts in forced_options() {
         let plan =
             build_plan(&c.spec, &ops, &opts).map_err(|e| TestCaseError::fail(e.to_string()))?;
         for threads in [1, 2] {
             let (got, _, _) = execute(&plan, &ops, alpha, threads, None).unwrap();
-            let d = common::rel_diff(&got.to_dense(), &wd);
+            let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
             prop_assert!(
                 d <= 1e-12,
                 "{:?} threads {threads}: relative difference {d}",
@@ -342,7 +342,9 @@ fn multi_step_chains_match_in_every_mode_and_thread_count() {
             let plan = build_plan(&spec, &ops, &opts).unwrap();
             for threads in [1, 2] {
                 let (got, _, _) = execute(&plan, &ops, 1.0, threads, None).unwrap();
-                assert!(common::rel_diff(&got.to_dense(), &want.to_dense()) < 1e-12);
+                assert!(
+                    common::rel_diff(&got.to_dense().unwrap(), &want.to_dense().unwrap()) < 1e-12
+                );
             }
         }
     }
@@ -544,11 +546,16 @@ fn buffers_reused_across_calls_give_the_same_results() {
         let plan = cache.get_or_plan(&spec, fp, &ops, &opts).unwrap();
         let (got, _, _) = execute(&plan, &ops, 1.0, 1 + i % 2, None).unwrap();
         assert!(
-            common::rel_diff(&got.to_dense(), &want.to_dense()) < 1e-12,
+            common::rel_diff(&got.to_dense().unwrap(), &want.to_dense().unwrap()) < 1e-12,
             "call {i}"
         );
         if i % 2 == 0 {
-            let d = got.to_dense().iter().copied().collect::<Vec<f64>>();
+            let d = got
+                .to_dense()
+                .unwrap()
+                .iter()
+                .copied()
+                .collect::<Vec<f64>>();
             match &first {
                 None => first = Some(d),
                 Some(f) => assert_eq!(f, &d, "call {i} differs from the first"),

@@ -8,9 +8,24 @@ use ndarray::{ArrayD, Dimension, IxDyn};
 
 impl<T: Scalar> DynTensor<T> {
     /// The dense embedding: every stored block copied to its place, zeros elsewhere.
-    pub fn to_dense(&self) -> ArrayD<T> {
+    /// `TooLarge` when the dense array cannot be addressed or allocated.
+    pub fn to_dense(&self) -> Result<ArrayD<T>> {
         let shape = self.dense_shape();
-        let mut out = ArrayD::from_elem(IxDyn(&shape), T::zero());
+        let too_large = |reason: String| Error::TooLarge {
+            what: format!("the dense form of {}", super::describe(self.legs())),
+            reason,
+        };
+        // ndarray's rule: the product of the non-zero axis lengths fits an isize
+        let nonzero: Vec<usize> = shape.iter().copied().filter(|&d| d > 0).collect();
+        if super::checked_len(&nonzero).is_none_or(|n| n > super::max_elements::<T>()) {
+            return Err(too_large("its element count overflows".into()));
+        }
+        let n = super::checked_len(&shape).unwrap_or(0);
+        let buf = super::zeroed_buffer::<T>(n, || {
+            format!("the dense form of {}", super::describe(self.legs()))
+        })?;
+        let mut out =
+            ArrayD::from_shape_vec(IxDyn(&shape), buf).map_err(|e| too_large(e.to_string()))?;
         let dstrides = crate::view::row_major_strides(&shape);
         for b in self.blocks() {
             if b.layout.is_empty() {
@@ -35,7 +50,7 @@ impl<T: Scalar> DynTensor<T> {
                 );
             }
         }
-        out
+        Ok(out)
     }
 
     /// From a dense array: stores every allowed block; a nonzero element outside them is an error naming its block.

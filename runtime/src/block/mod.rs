@@ -2,6 +2,7 @@
 
 mod assign;
 mod dense;
+mod elementwise;
 mod index;
 mod permute;
 mod tensor;
@@ -13,7 +14,7 @@ use index::{check_charge, check_key, visit_elements};
 pub use tensor::Tensor;
 
 use crate::error::{Error, Result};
-use crate::scalar::{monomorphic, Scalar};
+use crate::scalar::Scalar;
 use crate::symmetry::{Charge, Leg, Symmetry};
 use crate::view::Layout;
 use std::sync::Arc;
@@ -466,70 +467,6 @@ impl<T: Scalar> DynTensor<T> {
         Some(out)
     }
 
-    /// Frobenius norm over stored elements.
-    pub fn norm(&self) -> f64 {
-        match entry::<T>() {
-            Ok(e) => (e.norm)(self),
-            Err(_) => self.norm_here(),
-        }
-    }
-
-    /// [`Self::norm`], instantiated per element type.
-    fn norm_here(&self) -> f64 {
-        self.st
-            .blocks
-            .iter()
-            .map(|b| {
-                let mut s = 0.0;
-                self.for_each_in_block(b, |x| s += x.abs2());
-                s
-            })
-            .sum::<f64>()
-            .sqrt()
-    }
-
-    fn for_each_in_block(&self, b: &Block, mut f: impl FnMut(T)) {
-        let zero = vec![0isize; b.layout.dims.len()];
-        let base = b.layout.offset as isize;
-        crate::view::for_each_pair(
-            &b.layout.dims,
-            &b.layout.strides,
-            &zero,
-            |so, _, n, ss, _| {
-                for i in 0..n as isize {
-                    f(self.data[(base + so + i * ss) as usize]);
-                }
-            },
-        );
-    }
-
-    /// The complex conjugate: values conjugated, every flow reversed, charge negated.
-    pub fn conj(&self) -> Self {
-        let mut t = self.clone();
-        for l in &mut t.legs {
-            *l = l.dual();
-        }
-        t.charge = self.symmetry.neg(&self.charge);
-        t.fp = Default::default();
-        if T::IS_COMPLEX {
-            t.data.iter_mut().for_each(|x| *x = x.conj());
-        }
-        t
-    }
-
-    /// Multiplies every element by `alpha`.
-    pub fn scale(&mut self, alpha: T) {
-        match entry::<T>() {
-            Ok(e) => (e.scale)(self, alpha),
-            Err(_) => self.scale_here(alpha),
-        }
-    }
-
-    /// [`Self::scale`], instantiated per element type.
-    fn scale_here(&mut self, alpha: T) {
-        self.data.iter_mut().for_each(|x| *x = alpha * *x);
-    }
-
     /// Borrows every part at once: legs, symmetry, charge, blocks and buffer.
     pub(crate) fn parts(&self) -> (&[Leg], &Symmetry, &Charge, &[Block], &[T]) {
         (
@@ -587,6 +524,13 @@ impl<T: Scalar> DynTensor<T> {
         *self.fp.get_or_init(|| {
             let mut h = crate::hash::Fx::default();
             h.write(crate::hash::type_tag::<T>());
+            // the symmetry too: a rank-0 tensor has no leg to name it
+            for k in self.symmetry.kinds() {
+                h.write(match k {
+                    crate::symmetry::ChargeKind::U1 => u64::MAX,
+                    crate::symmetry::ChargeKind::Zn(n) => *n as u64,
+                });
+            }
             h.write(self.legs.len() as u64);
             for l in &self.legs {
                 h.write(l.space.fingerprint());
@@ -620,22 +564,4 @@ impl<T: Scalar> DynTensor<T> {
                 .zip(&other.st.blocks)
                 .all(|(a, b)| a.key == b.key)
     }
-}
-
-/// The elementwise passes user code calls in loops (norms, scaling), instantiated in this crate
-/// per element type (see [`monomorphic!`](crate::scalar::monomorphic)).
-struct Entry<T: Scalar> {
-    norm: fn(&DynTensor<T>) -> f64,
-    scale: fn(&mut DynTensor<T>, T),
-}
-
-impl<T: Scalar> Entry<T> {
-    const NEW: Self = Entry {
-        norm: DynTensor::<T>::norm_here,
-        scale: DynTensor::<T>::scale_here,
-    };
-}
-
-fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
-    monomorphic!(T, Entry)
 }

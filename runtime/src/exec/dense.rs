@@ -34,7 +34,7 @@ pub fn contract_dense<T: Scalar>(
         &mut |i| {
             let o = &spec.operands[i];
             check_size(&format!("operand `{}`", o.name), &ops[i].dense_shape())?;
-            let mut d = ops[i].to_dense();
+            let mut d = ops[i].to_dense()?;
             if o.conj == Conj::Yes {
                 d.mapv_inplace(|x| x.conj());
             }

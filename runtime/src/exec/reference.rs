@@ -164,7 +164,8 @@ pub(crate) fn contract_pairwise<T: Scalar>(
             })
         },
     )?;
-    if p.labels == out_labels && p.conj == Conj::No {
+    // a step's result already carries alpha and the output order
+    if p.labels == out_labels && p.conj == Conj::No && matches!(p.t, Cow::Owned(_)) {
         return Ok((p.t.into_owned(), stats));
     }
     // single operand: a permutation (and conjugation, scaling)
