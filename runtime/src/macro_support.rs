@@ -141,6 +141,8 @@ impl CallSite {
 /// What a call site runs, instantiated in this crate per element type (see
 /// [`monomorphic!`](crate::scalar::monomorphic)): the code `contract!` expands to is generic
 /// over the element type, and only these thin calls are compiled in the user's crate.
+// a table of function pointers spells out each signature
+#[allow(clippy::type_complexity)]
 struct Entry<T: Scalar> {
     compute: fn(&'static CallSite, &Term<'_, T>, &Options<'_>) -> Result<DynTensor<T>>,
     into: fn(

@@ -93,10 +93,11 @@ pub struct StepStats {
 /// The entry points of this module, instantiated in this crate per element type (see
 /// [`monomorphic!`](crate::scalar::monomorphic)): the public generic functions are thin
 /// calls through this table.
+// a table of function pointers spells out each signature
+#[allow(clippy::type_complexity)]
 struct Entry<T: Scalar> {
     contract_planned: Planned<T>,
-    contract_dyn:
-        fn(&ContractionSpec, &[&DynTensor<T>], T, Executor) -> Result<(DynTensor<T>, RunStats)>,
+    contract_dyn: Dyn<T>,
     execute: Execute<T>,
     execute_into: ExecuteInto<T>,
 }
@@ -110,6 +111,8 @@ type Planned<T> = fn(
     &PlanOptions,
     usize,
 ) -> Result<(DynTensor<T>, RunStats, Arc<Plan>)>;
+type Dyn<T> =
+    fn(&ContractionSpec, &[&DynTensor<T>], T, Executor) -> Result<(DynTensor<T>, RunStats)>;
 type Execute<T> = fn(
     &Plan,
     &[&DynTensor<T>],
@@ -322,6 +325,23 @@ fn execute_into_here<T: Scalar>(
     r
 }
 
+/// A buffer for step `i`'s result from the plan's pool, of its size: a reused buffer keeps
+/// its old values (the step overwrites what it reads).
+fn intermediate_buffer<T: Scalar>(plan: &Plan, i: usize) -> Result<Vec<T>> {
+    let st = &plan.steps[i];
+    let mut buf = plan.pool.take::<T>(st.plan.out_len);
+    if buf.len() < st.plan.out_len {
+        buf.try_reserve(st.plan.out_len - buf.len())
+            .map_err(|_| Error::TooLarge {
+                what: format!("the intermediate {}", st.name),
+                reason: format!("cannot allocate {} elements", st.plan.out_len),
+            })?;
+        buf.resize(st.plan.out_len, T::zero());
+    }
+    buf.truncate(st.plan.out_len);
+    Ok(buf)
+}
+
 /// The steps of a plan; the last writes into `out` with `accum`.
 fn run_steps<T: Scalar>(
     plan: &Plan,
@@ -358,17 +378,7 @@ fn run_steps<T: Scalar>(
         let c = if i == last {
             run_step(&st.plan, a, b, alpha, threads, out, accum, timing)
         } else {
-            let mut buf = plan.pool.take::<T>(st.plan.out_len);
-            // a reused buffer keeps its old values: the step overwrites what it reads
-            if buf.len() < st.plan.out_len {
-                buf.try_reserve(st.plan.out_len - buf.len())
-                    .map_err(|_| Error::TooLarge {
-                        what: format!("the intermediate {}", st.name),
-                        reason: format!("cannot allocate {} elements", st.plan.out_len),
-                    })?;
-                buf.resize(st.plan.out_len, T::zero());
-            }
-            buf.truncate(st.plan.out_len);
+            let mut buf = intermediate_buffer(plan, i)?;
             let c = run_step(
                 &st.plan,
                 a,

@@ -182,21 +182,7 @@ fn svd_here<T: Scalar>(
         all.extend(vals.iter().map(|&v| (v, si)));
         parts.push((f.U().to_owned(), vals, f.V().to_owned()));
     }
-    all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-    let smax = all.first().map_or(0.0, |x| x.0);
-    let total: f64 = all.iter().map(|x| x.0 * x.0).sum();
-    let limit = trunc.max_dim.unwrap_or(usize::MAX);
-    let mut kept = vec![0usize; secs.len()];
-    let mut n = 0;
-    for &(v, si) in &all {
-        let keep = n == 0 || (n < limit && v > 0.0 && v >= trunc.cutoff * smax);
-        if !keep {
-            break;
-        }
-        kept[si] += 1;
-        n += 1;
-    }
-    let discarded: f64 = all[n.min(all.len())..].iter().map(|x| x.0 * x.0).sum();
+    let (kept, discarded_weight) = truncate(&mut all, secs.len(), trunc);
     let live: Vec<usize> = (0..secs.len()).filter(|&i| kept[i] > 0).collect();
     let lsecs: Vec<&Sector> = live.iter().map(|&i| &secs[i]).collect();
     let lkept: Vec<usize> = live.iter().map(|&i| kept[i]).collect();
@@ -239,8 +225,30 @@ fn svd_here<T: Scalar>(
         s,
         vh,
         singular_values,
-        discarded_weight: if total > 0.0 { discarded / total } else { 0.0 },
+        discarded_weight,
     })
+}
+
+/// How many singular values each sector keeps (the largest over all sectors, at most
+/// `max_dim`, none below `cutoff` times the largest, at least one) and the discarded weight;
+/// `all` holds (value, sector) and comes back sorted, largest first.
+fn truncate(all: &mut [(f64, usize)], sectors: usize, trunc: &Truncation) -> (Vec<usize>, f64) {
+    all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let smax = all.first().map_or(0.0, |x| x.0);
+    let total: f64 = all.iter().map(|x| x.0 * x.0).sum();
+    let limit = trunc.max_dim.unwrap_or(usize::MAX);
+    let mut kept = vec![0usize; sectors];
+    let mut n = 0;
+    for &(v, si) in all.iter() {
+        let keep = n == 0 || (n < limit && v > 0.0 && v >= trunc.cutoff * smax);
+        if !keep {
+            break;
+        }
+        kept[si] += 1;
+        n += 1;
+    }
+    let discarded: f64 = all[n.min(all.len())..].iter().map(|x| x.0 * x.0).sum();
+    (kept, if total > 0.0 { discarded / total } else { 0.0 })
 }
 
 /// `t = q * r` with `q` an isometry on the row legs (columns orthonormal per sector).
@@ -447,6 +455,8 @@ type Split<T> = fn(&DynTensor<T>, &[usize], &[usize]) -> Result<(DynTensor<T>, D
 
 /// The factorizations, instantiated in this crate per element type (see
 /// [`monomorphic!`](crate::scalar::monomorphic)).
+// a table of function pointers spells out each signature
+#[allow(clippy::type_complexity)]
 struct Entry<T: Scalar> {
     svd: fn(&DynTensor<T>, &[usize], &[usize], &Truncation) -> Result<Svd<T>>,
     qr: Split<T>,

@@ -130,6 +130,8 @@ impl<T: Scalar> DynTensor<T> {
 
 /// The vector operations Lanczos runs every iteration, instantiated in this crate per element
 /// type (see [`monomorphic!`](crate::scalar::monomorphic)).
+// a table of function pointers spells out each signature
+#[allow(clippy::type_complexity)]
 struct Entry<T: Scalar> {
     axpy: fn(&mut DynTensor<T>, T, &DynTensor<T>) -> Result<()>,
     inner: fn(&DynTensor<T>, &DynTensor<T>) -> Result<T>,

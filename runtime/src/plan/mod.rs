@@ -240,6 +240,8 @@ pub fn build_plan_into<T: Scalar>(
 
 /// The planner's entry points, instantiated in this crate per element type (see
 /// [`monomorphic!`](crate::scalar::monomorphic)).
+// a table of function pointers spells out each signature
+#[allow(clippy::type_complexity)]
 struct Entry<T: Scalar> {
     build_plan: fn(&ContractionSpec, &[&DynTensor<T>], &PlanOptions) -> Result<Plan>,
     build_plan_into:
@@ -281,20 +283,7 @@ fn build<T: Scalar>(
 ) -> Result<Option<Plan>> {
     let t0 = Instant::now();
     spec.validate()?;
-    if let Some((i, pairs)) = spec
-        .traces()
-        .iter()
-        .enumerate()
-        .find(|(_, p)| !p.is_empty())
-    {
-        return Err(Error::InvalidSpec {
-            reason: format!(
-                "operand {i} ({}) traces its axes {:?}; a plan takes no traces: take them first \
-                 (DynTensor::partial_trace, or contract_dyn, which does)",
-                spec.operands[i].name, pairs
-            ),
-        });
-    }
+    refuse_traces(spec)?;
     check_operands(spec, ops)?;
     let mut parts: Vec<Option<Partial<T>>> = spec
         .operands
@@ -313,19 +302,7 @@ fn build<T: Scalar>(
     let out_labels = spec.output_labels();
     let (tree, order_given) = match &spec.tree {
         Some(t) => (t.clone(), true),
-        None => {
-            let leaves: Vec<order::Leaf<'_, T>> = parts
-                .iter()
-                .flatten()
-                .map(|p| order::Leaf {
-                    skel: &p.skel,
-                    labels: &p.labels,
-                    conj: p.conj,
-                })
-                .collect();
-            let t = order::choose_order(&leaves, &out_labels, &spec.labels, &options.model)?;
-            (t, false)
-        }
+        None => (auto_order(&parts, &out_labels, spec, options)?, false),
     };
     let mut steps = Vec::new();
     let root = tree.fold(
@@ -366,6 +343,44 @@ fn build<T: Scalar>(
         operand_fps: ops.iter().map(|t| t.structure_fingerprint()).collect(),
         output_fp: target.map(|t| t.structure_fingerprint()),
     }))
+}
+
+/// A plan takes no partial traces (they are done before planning, see `exec::untrace`).
+fn refuse_traces(spec: &ContractionSpec) -> Result<()> {
+    match spec
+        .traces()
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !p.is_empty())
+    {
+        Some((i, pairs)) => Err(Error::InvalidSpec {
+            reason: format!(
+                "operand {i} ({}) traces its axes {:?}; a plan takes no traces: take them first \
+                 (DynTensor::partial_trace, or contract_dyn, which does)",
+                spec.operands[i].name, pairs
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The pairwise order the cost model predicts fastest (no order given).
+fn auto_order<T: Scalar>(
+    parts: &[Option<Partial<T>>],
+    out_labels: &[usize],
+    spec: &ContractionSpec,
+    options: &PlanOptions,
+) -> Result<Tree> {
+    let leaves: Vec<order::Leaf<'_, T>> = parts
+        .iter()
+        .flatten()
+        .map(|p| order::Leaf {
+            skel: &p.skel,
+            labels: &p.labels,
+            conj: p.conj,
+        })
+        .collect();
+    order::choose_order(&leaves, out_labels, &spec.labels, &options.model)
 }
 
 /// Plans the step joining two partial results; its output's structure is the next partial.

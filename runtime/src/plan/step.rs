@@ -12,7 +12,7 @@ use crate::block::{checked_len, describe, max_elements, Block, BlockIndex, Block
 use crate::error::{Error, Result};
 use crate::hash::{FxMap, InlineKey};
 use crate::scalar::{Conj, Scalar};
-use crate::step::{enumerate, geometry, Geometry, PairGemm, Side, StepDesc};
+use crate::step::{enumerate, geometry, Geometry, PairGemm, PairList, Side, StepDesc};
 use crate::view::{mat_shape, Layout, MatShape};
 use std::sync::Arc;
 
@@ -178,18 +178,9 @@ pub fn plan_step_with<T: Scalar>(
     let g = geometry(a, b, desc)?;
     let mut list = enumerate(a, b, &g);
     if let Some(t) = fixed {
-        let Some(remap) = list
-            .out_keys
-            .iter()
-            .map(|k| t.find_block(k).map(|i| i as u32))
-            .collect::<Option<Vec<u32>>>()
-        else {
+        if !onto_target(&mut list, t) {
             return Ok(None);
-        };
-        for p in &mut list.pairs {
-            p.c = remap[p.c as usize];
         }
-        list.out_keys = t.blocks().iter().map(|b| b.key.clone()).collect();
     }
     check_output_size::<T>(&g, &list.out_keys, desc)?;
     let operands = [
@@ -213,31 +204,7 @@ pub fn plan_step_with<T: Scalar>(
         zero_blocks: Vec::new(),
     };
     let model = opts.model;
-    // pairs by coupled sector (the charge carried across the contracted legs)
-    let mut classes: FxMap<u32, Vec<u32>> = FxMap::default();
-    for (i, p) in sp.pairs.iter().enumerate() {
-        if p.m > 0 && p.n > 0 && p.k > 0 {
-            classes
-                .entry(ks.kk_class[ks.kk[i] as usize])
-                .or_default()
-                .push(i as u32);
-        }
-    }
-    let mut class_ids: Vec<u32> = classes.keys().copied().collect();
-    class_ids.sort();
-    let mut groups: Vec<Group> = Vec::new();
-    let mut singles: Vec<u32> = Vec::new();
-    for cid in class_ids {
-        let ps = &classes[&cid];
-        for fam in choose_family(&sp, &ks, ps, opts) {
-            if fam.len() == 1 {
-                singles.push(fam[0]);
-            } else {
-                groups.push(concat_group(&sp, &ks, &fam, family_kind(&ks, &fam)));
-            }
-        }
-    }
-    groups.extend(batch_singles(&sp, singles, opts));
+    let mut groups = group_pairs(&sp, &ks, opts);
     match fixed {
         None => assign_output_layout(&mut sp, &groups),
         Some(t) => {
@@ -273,6 +240,54 @@ pub fn plan_step_with<T: Scalar>(
             .collect(),
     ));
     Ok(Some(sp))
+}
+
+/// Points the pairs at the target's blocks (writing in place into `t`); false when `t` lacks
+/// a block the step produces.
+fn onto_target<T: Scalar>(list: &mut PairList, t: &DynTensor<T>) -> bool {
+    let Some(remap) = list
+        .out_keys
+        .iter()
+        .map(|k| t.find_block(k).map(|i| i as u32))
+        .collect::<Option<Vec<u32>>>()
+    else {
+        return false;
+    };
+    for p in &mut list.pairs {
+        p.c = remap[p.c as usize];
+    }
+    list.out_keys = t.blocks().iter().map(|b| b.key.clone()).collect();
+    true
+}
+
+/// The step's groups: the pairs of each coupled sector (the charge carried across the
+/// contracted legs) split into families, each concatenated into one GEMM, and the pairs left
+/// alone batched or grouped.
+fn group_pairs(sp: &StepPlan, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
+    let mut classes: FxMap<u32, Vec<u32>> = FxMap::default();
+    for (i, p) in sp.pairs.iter().enumerate() {
+        if p.m > 0 && p.n > 0 && p.k > 0 {
+            classes
+                .entry(ks.kk_class[ks.kk[i] as usize])
+                .or_default()
+                .push(i as u32);
+        }
+    }
+    let mut class_ids: Vec<u32> = classes.keys().copied().collect();
+    class_ids.sort();
+    let mut groups: Vec<Group> = Vec::new();
+    let mut singles: Vec<u32> = Vec::new();
+    for cid in class_ids {
+        for fam in choose_family(sp, ks, &classes[&cid], opts) {
+            if fam.len() == 1 {
+                singles.push(fam[0]);
+            } else {
+                groups.push(concat_group(sp, ks, &fam, family_kind(ks, &fam)));
+            }
+        }
+    }
+    groups.extend(batch_singles(sp, singles, opts));
+    groups
 }
 
 /// The step's result must fit in memory's address space: `TooLarge` (naming the contracted

@@ -36,14 +36,16 @@ pub fn for_each_pair(
                 return;
             }
             k -= 1;
+            // wrapping: offsets stay in range by the views' contract, and a user's overflow
+            // checks must not reach this loop
             idx[k] += 1;
-            so += src_strides[k];
-            dof += dst_strides[k];
+            so = so.wrapping_add(src_strides[k]);
+            dof = dof.wrapping_add(dst_strides[k]);
             if idx[k] < dims[k] {
                 break;
             }
-            so -= src_strides[k] * dims[k] as isize;
-            dof -= dst_strides[k] * dims[k] as isize;
+            so = so.wrapping_sub(src_strides[k].wrapping_mul(dims[k] as isize));
+            dof = dof.wrapping_sub(dst_strides[k].wrapping_mul(dims[k] as isize));
             idx[k] = 0;
         }
     }
@@ -118,41 +120,36 @@ pub unsafe fn strided_copy<T: Scalar>(
         &ax.src[..n],
         &ax.dst[..n],
         |so, dof, n, ss, ds| {
-            // SAFETY: the caller guarantees every addressed element is valid.
+            // SAFETY: the caller guarantees every addressed element is valid. Rows are
+            // walked by slices (contiguous) or wrapping pointer steps (strided): no
+            // per-element overflow or precondition checks, so the loop is the same tight loop
+            // when a user's build turns on overflow checks and debug assertions.
             unsafe {
-                let s = src.offset(so);
-                let d = dst.offset(dof);
-                match mode {
-                    CopyMode::Set => {
+                let s = src.wrapping_offset(so);
+                let d = dst.wrapping_offset(dof);
+                if ss == 1 && ds == 1 {
+                    let sv = std::slice::from_raw_parts(s, n);
+                    let dv = std::slice::from_raw_parts_mut(d, n);
+                    match mode {
                         // a library memcpy costs a call: only worth it for long rows
-                        if ss == 1 && ds == 1 && n >= 32 {
-                            std::ptr::copy_nonoverlapping(s, d, n);
-                        } else {
-                            for i in 0..n as isize {
-                                *d.offset(i * ds) = *s.offset(i * ss);
-                            }
+                        CopyMode::Set if n >= 32 => dv.copy_from_slice(sv),
+                        CopyMode::Set => dv.iter_mut().zip(sv).for_each(|(x, &y)| *x = y),
+                        CopyMode::Conj => dv.iter_mut().zip(sv).for_each(|(x, y)| *x = y.conj()),
+                        CopyMode::AddScaled(alpha) => {
+                            dv.iter_mut().zip(sv).for_each(|(x, &y)| *x += alpha * y)
                         }
                     }
-                    CopyMode::Conj => {
-                        for i in 0..n as isize {
-                            *d.offset(i * ds) = (*s.offset(i * ss)).conj();
-                        }
+                    return;
+                }
+                let (mut s, mut d) = (s, d);
+                for _ in 0..n {
+                    match mode {
+                        CopyMode::Set => *d = *s,
+                        CopyMode::Conj => *d = (*s).conj(),
+                        CopyMode::AddScaled(alpha) => *d += alpha * *s,
                     }
-                    CopyMode::AddScaled(alpha) => {
-                        if ss == 1 && ds == 1 {
-                            let (sv, dv) = (
-                                std::slice::from_raw_parts(s, n),
-                                std::slice::from_raw_parts_mut(d, n),
-                            );
-                            for (x, y) in dv.iter_mut().zip(sv) {
-                                *x += alpha * *y;
-                            }
-                        } else {
-                            for i in 0..n as isize {
-                                *d.offset(i * ds) += alpha * *s.offset(i * ss);
-                            }
-                        }
-                    }
+                    s = s.wrapping_offset(ss);
+                    d = d.wrapping_offset(ds);
                 }
             }
         },
