@@ -4,6 +4,8 @@
 //! `cargo run --release --example bench -- workloads/*.json [--executor NAME]... [--repeat N]
 //!  [--threads N] [--json] [--explain] [--baseline pairwise] [--report DIR] [--peer PATH]`
 
+#[cfg(feature = "mpi")]
+mod dist;
 mod gpu;
 mod report;
 mod run;
@@ -103,6 +105,9 @@ fn real_main(args: &Args) -> Result<usize> {
                 names.push(e.into());
             }
         }
+    }
+    if names.iter().any(|n| n == "mpi") {
+        return mpi_main(args, &files, &expected);
     }
     // the device executors are measured apart (data resident, timed to a stream sync)
     let gpu: Vec<String> = names
@@ -218,4 +223,43 @@ fn gpu_run(w: &Workload, name: &str, args: &Args, expected: &HashMap<String, Exp
             1
         }
     }
+}
+
+/// `--executor mpi`: the distributed executor under `mpirun` (every other executor is left
+/// out: they would run on every rank at once).
+#[cfg(feature = "mpi")]
+fn mpi_main(args: &Args, files: &[PathBuf], expected: &HashMap<String, Expected>) -> Result<usize> {
+    let universe = blockcontract::dist::mpi::initialize().ok_or_else(|| {
+        blockcontract::Error::UnknownExecutor {
+            name: "mpi".into(),
+            expected: "an MPI runtime (MPI could not be initialised)".into(),
+        }
+    })?;
+    let world = universe.world();
+    let d = blockcontract::dist::Dist::new(&world)?;
+    if d.rank() == 0 {
+        let c = d.message_cost();
+        eprintln!(
+            "mpi: {} ranks, message cost {:.2} us + {:.3} ns/byte (measured)",
+            d.size(),
+            c.latency_s * 1e6,
+            c.s_per_byte * 1e9
+        );
+    }
+    let mut failures = 0;
+    for f in files {
+        let w = Workload::load(f)?;
+        failures += dist::run(&world, &d, &w, args, expected.get(&w.name))?;
+    }
+    Ok(failures)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn mpi_main(_: &Args, _: &[PathBuf], _: &HashMap<String, Expected>) -> Result<usize> {
+    Err(blockcontract::Error::UnknownExecutor {
+        name: "mpi".into(),
+        expected: "a build with the mpi feature (cargo run --release --features mpi --example \
+                   bench -- ... --executor mpi, under mpirun)"
+            .into(),
+    })
 }

@@ -203,6 +203,17 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A distributed operation failed: every rank returns this, naming the first rank that
+    /// failed and why.
+    #[error("rank {rank} of {ranks} failed: {reason}")]
+    Distributed {
+        /// The lowest rank that failed.
+        rank: usize,
+        /// The number of ranks.
+        ranks: usize,
+        /// That rank's error.
+        reason: String,
+    },
     /// The CUDA executor cannot run: not compiled in, no driver, no device.
     #[error("CUDA unavailable: {0}")]
     CudaUnavailable(String),

@@ -4,12 +4,14 @@
 //!
 //! The modules are layers, in the order a contraction passes through them; each uses only
 //! those before it: `error`, `scalar`, `hash` -> `symmetry` -> `view` -> `kernel` ->
-//! `block` -> `spec` -> `step` -> `plan` -> `exec` -> `macro_support`, `workload`.
+//! `block` -> `spec` -> `step` -> `plan` -> `exec` -> `macro_support`, `workload`, `linalg`,
+//! `dist` (distributed execution over MPI, feature `mpi`).
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
 
 pub mod block;
+pub mod dist;
 pub mod error;
 pub mod exec;
 #[doc(hidden)]

@@ -133,8 +133,8 @@ pub fn run_step<T: Scalar>(
             _ => Par::Seq,
         },
         cache: [
-            fill_cache(a, sp.operand(Side::A), g, Side::A),
-            fill_cache(b, sp.operand(Side::B), g, Side::B),
+            fill_cache(a, sp.operand(Side::A), g, Side::A, None),
+            fill_cache(b, sp.operand(Side::B), g, Side::B, None),
         ],
     };
     let parallel = match how {
@@ -167,6 +167,67 @@ pub fn run_step<T: Scalar>(
         match (how, pool(threads)) {
             (Split::Gemms(_), Some(p)) => p.install(run),
             _ => run(),
+        }
+    }
+    counts
+}
+
+/// Runs the groups of the components `keep` selects, sequentially in plan order, into `out`
+/// (the distributed executor's share of a step: every writer of a block is in one component,
+/// so the blocks those groups write are complete). Blocks no group writes are zeroed
+/// (`Replace`); the other blocks of `out` are left as they are.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn run_components<T: Scalar>(
+    sp: &StepPlan,
+    a: &DynTensor<T>,
+    b: &DynTensor<T>,
+    alpha: T,
+    out: &mut [T],
+    accum: Accum,
+    keep: &[bool],
+) -> KernelCounts {
+    assert!(
+        out.len() >= sp.out_len,
+        "output buffer shorter than the plan's output"
+    );
+    if accum == Accum::Replace {
+        for &bi in &sp.zero_blocks {
+            fill_block(out, &sp.out_layouts[bi as usize], T::zero());
+        }
+    }
+    let g = &sp.geometry;
+    // only the blocks the kept groups read are transposed into the cache
+    let mut read = [vec![false; a.num_blocks()], vec![false; b.num_blocks()]];
+    for (comp, _) in sp.components.iter().zip(keep).filter(|(_, &k)| k) {
+        for &gi in comp {
+            for &pi in &sp.groups[gi as usize].pairs {
+                let p = &sp.pairs[pi as usize];
+                read[0][p.a as usize] = true;
+                read[1][p.b as usize] = true;
+            }
+        }
+    }
+    let ctx = Ctx {
+        sp,
+        ops: [a, b],
+        alpha,
+        accum,
+        par: Par::Seq,
+        cache: [
+            fill_cache(a, sp.operand(Side::A), g, Side::A, Some(&read[0])),
+            fill_cache(b, sp.operand(Side::B), g, Side::B, Some(&read[1])),
+        ],
+    };
+    let out = SharedMut(out.as_mut_ptr());
+    let mut scratch = Vec::with_capacity(sp.scratch_elems);
+    let mut counts = KernelCounts::default();
+    for (comp, _) in sp.components.iter().zip(keep).filter(|(_, &k)| k) {
+        for &gi in comp {
+            let gr = &sp.groups[gi as usize];
+            counts.by_kind[gr.kind as usize] += gr.kernel_calls();
+            counts.pairs += gr.pairs.len();
+            // SAFETY: `out` holds `out_len` elements and no other thread writes it.
+            unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
         }
     }
     counts
@@ -209,10 +270,19 @@ struct Ctx<'a, T> {
 }
 
 /// Transposes each cached block once, row-major `rows x cols`, at its slot.
-fn fill_cache<T: Scalar>(t: &DynTensor<T>, op: &OperandPlan, g: &Geometry, side: Side) -> Vec<T> {
+fn fill_cache<T: Scalar>(
+    t: &DynTensor<T>,
+    op: &OperandPlan,
+    g: &Geometry,
+    side: Side,
+    read: Option<&[bool]>,
+) -> Vec<T> {
     let (rows, cols) = g.mat_axes(side);
     let mut v = vec![T::zero(); op.cache_len];
     for (i, slot) in op.cache.iter().enumerate() {
+        if read.is_some_and(|r| !r[i]) {
+            continue;
+        }
         if let Some(o) = slot {
             let l = &t.blocks()[i].layout;
             let nn: usize = cols.iter().map(|&c| l.dims[c]).product();

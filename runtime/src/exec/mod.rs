@@ -327,18 +327,32 @@ fn execute_into_here<T: Scalar>(
 
 /// A buffer for step `i`'s result from the plan's pool, of its size: a reused buffer keeps
 /// its old values (the step overwrites what it reads).
-fn intermediate_buffer<T: Scalar>(plan: &Plan, i: usize) -> Result<Vec<T>> {
+pub(crate) fn intermediate_buffer<T: Scalar>(plan: &Plan, i: usize) -> Result<Vec<T>> {
     let st = &plan.steps[i];
-    let mut buf = plan.pool.take::<T>(st.plan.out_len);
-    if buf.len() < st.plan.out_len {
-        buf.try_reserve(st.plan.out_len - buf.len())
+    intermediate_buffer_of(
+        plan,
+        st.plan.out_len,
+        &format!("the intermediate {}", st.name),
+    )
+}
+
+/// A buffer of `len` elements from the plan's pool (old values kept); `TooLarge` naming
+/// `what` when it cannot be allocated.
+pub(crate) fn intermediate_buffer_of<T: Scalar>(
+    plan: &Plan,
+    len: usize,
+    what: &str,
+) -> Result<Vec<T>> {
+    let mut buf = plan.pool.take::<T>(len);
+    if buf.len() < len {
+        buf.try_reserve(len - buf.len())
             .map_err(|_| Error::TooLarge {
-                what: format!("the intermediate {}", st.name),
-                reason: format!("cannot allocate {} elements", st.plan.out_len),
+                what: what.to_string(),
+                reason: format!("cannot allocate {len} elements"),
             })?;
-        buf.resize(st.plan.out_len, T::zero());
+        buf.resize(len, T::zero());
     }
-    buf.truncate(st.plan.out_len);
+    buf.truncate(len);
     Ok(buf)
 }
 

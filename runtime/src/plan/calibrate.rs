@@ -63,7 +63,15 @@ pub fn machine_id() -> String {
         .and_then(|l| l.split_once(':'))
         .map_or("unknown cpu", |(_, v)| v.trim())
         .to_string();
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    // the machine's CPUs, not this process's affinity (one per rank under mpirun)
+    let cpus = match cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count()
+    {
+        0 => std::thread::available_parallelism().map_or(0, |n| n.get()),
+        n => n,
+    };
     format!("{model} x{cpus} ({})", std::env::consts::ARCH)
 }
 
