@@ -2,6 +2,7 @@
 
 use super::{Block, DynTensor};
 use crate::error::Result;
+use crate::kernel::sum_abs2;
 use crate::scalar::{monomorphic, Scalar};
 use crate::view::{for_each_pair, MAX_RANK};
 
@@ -21,9 +22,7 @@ impl<T: Scalar> DynTensor<T> {
             .iter()
             .map(|b| {
                 let mut s = 0.0;
-                self.for_each_row_of(b, |row, step| {
-                    s += row.iter().step_by(step).map(|x| x.abs2()).sum::<f64>()
-                });
+                self.for_each_row_of(b, |row, step| s += sum_abs2(row, step));
                 s
             })
             .sum::<f64>()

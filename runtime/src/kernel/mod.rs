@@ -3,9 +3,11 @@
 //! model's calibration call; the one place that talks to faer's GEMM.
 
 mod faer_adapter;
+mod reduce;
 mod tiny;
 
 pub use faer_adapter::{gemm, gemm_par};
+pub use reduce::{dot_conj, sum_abs2};
 pub use tiny::{tiny_gemm, tiny_wins, TINY_MNK};
 
 use crate::scalar::Conj;

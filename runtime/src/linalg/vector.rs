@@ -5,6 +5,7 @@
 use crate::block::{BlockKey, DynTensor};
 use crate::error::Result;
 use crate::hash::generate;
+use crate::kernel::dot_conj;
 use crate::scalar::{monomorphic, Scalar};
 use crate::symmetry::{Charge, Leg};
 use crate::view::{for_each_pair, strided_copy, CopyMode, Layout, MAX_RANK};
@@ -86,11 +87,7 @@ impl<T: Scalar> DynTensor<T> {
     fn inner_here(&self, x: &Self) -> Result<T> {
         self.check_same_legs(x, &leg_names(self.rank()))?;
         if self.same_layout(x) {
-            let mut s = T::zero();
-            for (&a, &b) in self.data().iter().zip(x.data()) {
-                s += a.conj() * b;
-            }
-            return Ok(s);
+            return Ok(dot_conj(self.data(), x.data()));
         }
         let mut s = T::zero();
         for b in self.blocks() {
