@@ -564,3 +564,35 @@ fn buffers_reused_across_calls_give_the_same_results() {
     }
     assert_eq!(cache.misses(), 2);
 }
+
+/// Ranks beyond the axes a layout stores inline (6): rank-8 operands (one relaid out, so its
+/// strides are not row-major) and a rank-9 result, every kind forced on and off and the
+/// planner's own choice, against the dense executor.
+#[test]
+fn operands_of_rank_eight_agree_with_dense() {
+    let u1 = Symmetry::u1();
+    let v = Arc::new(Space::block(&u1, &[(vec![-1], 1), (vec![0], 2), (vec![1], 1)]).unwrap());
+    let legs = |flows: &[blockcontract::Flow]| -> Vec<Leg> {
+        flows.iter().map(|&f| Leg::new(&v, f)).collect()
+    };
+    use blockcontract::Flow::{In, Out};
+    let a: DynTensor<f64> = full(legs(&[Out, Out, In, Out, In, Out, In, In]), 3);
+    let a = a.relayout(&[7, 0, 6, 1, 5, 2, 4, 3]).unwrap();
+    let b: DynTensor<f64> = full(legs(&[Out, Out, Out, In, Out, In, Out]), 4);
+    let spec = ContractionSpec::parse(
+        "C[a0,a1,a2,a3,a4,b3,b4,b5,b6] := A[a0,a1,k0,a2,k1,a3,a4,k2] * B[k0,k2,k1,b3,b4,b5,b6]",
+    )
+    .unwrap();
+    let ops = [&a, &b];
+    let (want, _) = contract_dyn(&spec, &ops, 1.0, Executor::Dense).unwrap();
+    assert_eq!(want.rank(), 9);
+    let wd = want.to_dense().unwrap();
+    let mut options = forced_options();
+    options.push(PlanOptions::default());
+    for opts in options {
+        let plan = build_plan(&spec, &ops, &opts).unwrap();
+        let (got, _, _) = execute(&plan, &ops, 1.0, 1, None).unwrap();
+        let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
+        assert!(d <= 1e-12, "{:?}: relative difference {d}", opts.policy);
+    }
+}

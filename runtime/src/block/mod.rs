@@ -267,7 +267,7 @@ impl<T: Scalar> DynTensor<T> {
         for b in &self.st.blocks {
             let mem_dims: Vec<usize> = axis_order.iter().map(|&a| b.layout.dims[a]).collect();
             let mem_strides = crate::view::row_major_strides(&mem_dims);
-            let mut strides = vec![0isize; r];
+            let mut strides = crate::view::Strides::from_elem(0, r);
             for (k, &a) in axis_order.iter().enumerate() {
                 strides[a] = mem_strides[k];
             }

@@ -43,7 +43,7 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
         }
         for p in &gr.c {
             let d = &dims[p.block as usize];
-            let mut strides = vec![0isize; d.len()];
+            let mut strides = crate::view::Strides::from_elem(0, d.len());
             let mut acc = gr.n as isize;
             for &ax in g.c_rows.iter().rev() {
                 strides[ax] = acc;
@@ -55,7 +55,7 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
                 acc *= d[ax] as isize;
             }
             layouts[p.block as usize] = Some(Layout {
-                dims: d.clone(),
+                dims: crate::view::Dims::from_slice(d),
                 strides,
                 offset: offset + p.row * gr.n + p.col,
             });

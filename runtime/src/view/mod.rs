@@ -13,13 +13,23 @@ mod mat;
 pub use copy::{for_each_pair, strided_copy, Axes, CopyMode};
 pub use mat::{mat_shape, MatShape};
 
+/// Axes stored inline up to this rank (beyond it, on the heap).
+const INLINE_AXES: usize = 6;
+
+/// Extents per axis, inline up to rank 6: a block's layout sits in its tensor's block list,
+/// not behind two more pointers (executors read thousands of layouts per contraction).
+pub type Dims = smallvec::SmallVec<[usize; INLINE_AXES]>;
+
+/// Strides per axis, in elements, inline like [`Dims`].
+pub type Strides = smallvec::SmallVec<[isize; INLINE_AXES]>;
+
 /// Dims, signed strides and offset of one block in its buffer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Layout {
     /// Extent per axis.
-    pub dims: Vec<usize>,
+    pub dims: Dims,
     /// Stride per axis, in elements.
-    pub strides: Vec<isize>,
+    pub strides: Strides,
     /// Offset of element `(0, .., 0)`.
     pub offset: usize,
 }
@@ -28,8 +38,8 @@ impl Layout {
     /// A row-major contiguous layout at `offset`.
     pub fn row_major(dims: &[usize], offset: usize) -> Self {
         Layout {
-            dims: dims.to_vec(),
-            strides: row_major_strides(dims),
+            dims: Dims::from_slice(dims),
+            strides: row_major_strides(dims).into(),
             offset,
         }
     }

@@ -42,15 +42,15 @@ pub(super) fn block_segment(
         Direction::Scatter => Segment {
             src: at,
             dst: p.offset,
-            dims: p.dims,
+            dims: p.dims.to_vec(),
             src_strides: mat,
-            dst_strides: p.strides,
+            dst_strides: p.strides.to_vec(),
         },
         Direction::Gather => Segment {
             src: p.offset,
             dst: at,
-            dims: p.dims,
-            src_strides: p.strides,
+            dims: p.dims.to_vec(),
+            src_strides: p.strides.to_vec(),
             dst_strides: mat,
         },
     }
