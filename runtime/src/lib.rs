@@ -32,7 +32,7 @@ pub mod workload;
 pub use block::{Block, BlockKey, DynTensor, Tensor};
 pub use error::{CudaError, Error, Result};
 
-pub use exec::{contract_dyn, execute, Executor, RunStats};
+pub use exec::{contract_dyn, execute, release_buffers, Executor, RunStats};
 /// The array crate the dense conversions take and return (`to_dense`, `from_dense`).
 pub use ndarray;
 /// The complex numbers the complex element type is made of.

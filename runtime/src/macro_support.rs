@@ -57,11 +57,13 @@ pub fn plan_cache_sites() -> Vec<CacheStats> {
     sites().iter().map(|s| s.plans.stats()).collect()
 }
 
-/// Drops every plan of every `contract!` call site (counters kept).
+/// Drops every plan of every `contract!` call site (counters kept), and the spare buffers
+/// plans run in (see [`release_buffers`](crate::exec::release_buffers)).
 pub fn clear_plan_caches() {
     for site in sites().iter() {
         site.plans.clear();
     }
+    crate::exec::release_buffers();
 }
 
 /// Sets the capacity (bytes of plans) of every `contract!` call site's cache, now and for

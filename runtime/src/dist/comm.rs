@@ -490,7 +490,7 @@ impl Dist {
                 self.size(),
                 &self.cost,
             );
-            let ([a, b], sent) = self.exchange(&plan, i, &pl, [a, b])?;
+            let ([a, b], sent) = self.exchange(i, &pl, [a, b])?;
             stats.sent += sent;
             // the result: zeroed when it is returned (its foreign blocks read as zero), else a
             // pooled buffer (only the blocks this rank computes are ever read)
@@ -519,7 +519,7 @@ impl Dist {
             );
             for t in [a, b] {
                 if let Cow::Owned(t) = t {
-                    plan.pool.give(t.full.into_data());
+                    crate::exec::pool::give(t.full.into_data());
                 }
             }
             let g = &st.plan.geometry;
@@ -556,7 +556,6 @@ impl Dist {
     /// this rank sent.
     fn exchange<'t, T: DistScalar>(
         &self,
-        plan: &Plan,
         step: usize,
         pl: &StepPlacement,
         ops: [Cow<'t, DistTensor<T>>; 2],
@@ -612,7 +611,7 @@ impl Dist {
                 continue;
             }
             if let Cow::Borrowed(t) = &*slot {
-                match own_blocks_copy(plan, t, self.rank()) {
+                match own_blocks_copy(t, self.rank()) {
                     Ok(copy) => *slot = Cow::Owned(copy),
                     Err(e) => {
                         local = Err(e);
@@ -712,13 +711,9 @@ fn fmt_us(v: &[f64]) -> String {
 
 /// A copy of `t` holding this rank's blocks in a pooled buffer (the other blocks are
 /// unspecified until something is received into them).
-fn own_blocks_copy<T: Scalar>(
-    plan: &Plan,
-    t: &DistTensor<T>,
-    rank: usize,
-) -> Result<DistTensor<T>> {
+fn own_blocks_copy<T: Scalar>(t: &DistTensor<T>, rank: usize) -> Result<DistTensor<T>> {
     let len = t.full.data().len();
-    let mut buf = intermediate_buffer_of::<T>(plan, len, "a received operand")?;
+    let mut buf = intermediate_buffer_of::<T>(len, "a received operand")?;
     let src = t.full.data();
     for b in owned(&t.owners, rank) {
         for_each_row(&t.full.blocks()[b as usize].layout, |start, n, s| {

@@ -153,7 +153,7 @@ pub fn run_step<T: Scalar>(
                 });
         });
     } else {
-        let mut scratch = Vec::with_capacity(sp.scratch_elems);
+        let mut scratch = super::pool::take::<T>(sp.scratch_elems);
         let mut run = || {
             for gr in &sp.groups {
                 let t0 = Instant::now();
@@ -168,6 +168,7 @@ pub fn run_step<T: Scalar>(
             (Split::Gemms(_), Some(p)) => p.install(run),
             _ => run(),
         }
+        super::pool::give(scratch);
     }
     counts
 }
@@ -219,7 +220,7 @@ pub(crate) fn run_components<T: Scalar>(
         ],
     };
     let out = SharedMut(out.as_mut_ptr());
-    let mut scratch = Vec::with_capacity(sp.scratch_elems);
+    let mut scratch = super::pool::take::<T>(sp.scratch_elems);
     let mut counts = KernelCounts::default();
     for (comp, _) in sp.components.iter().zip(keep).filter(|(_, &k)| k) {
         for &gi in comp {
@@ -230,6 +231,7 @@ pub(crate) fn run_components<T: Scalar>(
             unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
         }
     }
+    super::pool::give(scratch);
     counts
 }
 

@@ -11,6 +11,9 @@ pub mod cuda;
 pub mod cuda;
 pub mod dense;
 pub mod device;
+pub(crate) mod pool;
+
+pub use pool::release_buffers;
 pub mod reference;
 
 pub use cpu::run_step;
@@ -329,21 +332,13 @@ fn execute_into_here<T: Scalar>(
 /// its old values (the step overwrites what it reads).
 pub(crate) fn intermediate_buffer<T: Scalar>(plan: &Plan, i: usize) -> Result<Vec<T>> {
     let st = &plan.steps[i];
-    intermediate_buffer_of(
-        plan,
-        st.plan.out_len,
-        &format!("the intermediate {}", st.name),
-    )
+    intermediate_buffer_of(st.plan.out_len, &format!("the intermediate {}", st.name))
 }
 
-/// A buffer of `len` elements from the plan's pool (old values kept); `TooLarge` naming
-/// `what` when it cannot be allocated.
-pub(crate) fn intermediate_buffer_of<T: Scalar>(
-    plan: &Plan,
-    len: usize,
-    what: &str,
-) -> Result<Vec<T>> {
-    let mut buf = plan.pool.take::<T>(len);
+/// A buffer of `len` elements from the process's spare buffers (old values kept);
+/// `TooLarge` naming `what` when it cannot be allocated.
+pub(crate) fn intermediate_buffer_of<T: Scalar>(len: usize, what: &str) -> Result<Vec<T>> {
+    let mut buf = pool::take::<T>(len);
     if buf.len() < len {
         buf.try_reserve(len - buf.len())
             .map_err(|_| Error::TooLarge {
@@ -414,7 +409,7 @@ fn run_steps<T: Scalar>(
             c
         };
         for o in owned.iter_mut().filter_map(Option::take) {
-            plan.pool.give(o.into_data());
+            pool::give(o.into_data());
         }
         if let Some(ts) = times.as_deref_mut() {
             ts.push(t);

@@ -80,7 +80,7 @@ impl Plan {
                     g.packed_elems,
                     g.predicted_s * 1e6,
                     meas,
-                    g.reason
+                    g.reason()
                 );
             }
             if p.groups.len() > max_groups {

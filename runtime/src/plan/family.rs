@@ -214,6 +214,5 @@ pub(super) fn concat_group(sp: &StepPlan, ks: &Keys, ps: &[u32], kind: GroupKind
         packed_elems: 0,
         predicted_s: 0.0,
         uncoalesced_s: 0.0,
-        reason: String::new(),
     }
 }

@@ -66,6 +66,13 @@ impl Access {
     pub fn is_packed(&self) -> bool {
         matches!(self, Access::Packed)
     }
+    /// `zero-copy` or `packed`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Access::Direct(..) => "zero-copy",
+            Access::Packed => "packed",
+        }
+    }
 }
 
 /// Where a block sits in a group's matrix: block position and its row/column offsets.
@@ -118,8 +125,6 @@ pub struct Group {
     pub predicted_s: f64,
     /// Predicted time of its pairs as separate GEMMs, seconds.
     pub uncoalesced_s: f64,
-    /// Why the cost model chose it.
-    pub reason: String,
 }
 
 impl Group {
@@ -150,6 +155,54 @@ impl Group {
             Side::A => &self.a_access,
             Side::B => &self.b_access,
         }
+    }
+
+    /// Why the cost model chose it, from the numbers the group keeps (written when asked, so
+    /// that planning formats nothing).
+    pub fn reason(&self) -> String {
+        let (n, us, sep) = (
+            self.pairs.len(),
+            self.predicted_s * 1e6,
+            self.uncoalesced_s * 1e6,
+        );
+        let what = match self.kind {
+            GroupKind::Single => {
+                return "no coalescing candidate predicted faster than one GEMM".into();
+            }
+            GroupKind::Batched => {
+                return format!(
+                    "{n} pairs of shape {}x{}x{}: one batched call predicted {us:.2} us vs {sep:.2} us as {n} GEMMs",
+                    self.m, self.n, self.k
+                );
+            }
+            GroupKind::Grouped => {
+                return format!(
+                    "{n} pairs of different shapes, each output block once: one grouped call predicted {us:.2} us vs {sep:.2} us as {n} GEMMs"
+                );
+            }
+            GroupKind::FreeAxis => format!(
+                "one contracted block shared: {} A blocks stacked as rows, {} B blocks as columns",
+                self.a.len(),
+                self.b.len()
+            ),
+            GroupKind::ContractionAxis => {
+                format!("one output block: {n} contributions concatenated along k")
+            }
+            GroupKind::Rectangle => format!(
+                "coupled sector fully populated ({} A x {} B blocks, every pair present)",
+                self.a.len(),
+                self.b.len()
+            ),
+        };
+        format!(
+            "{what}; one {}x{}x{} GEMM predicted {us:.2} us vs {sep:.2} us as {n} GEMMs; A {}, B {}, C {}",
+            self.m,
+            self.n,
+            self.k,
+            self.a_access.word(),
+            self.b_access.word(),
+            self.c_access.word()
+        )
     }
 }
 

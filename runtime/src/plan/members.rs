@@ -121,6 +121,5 @@ fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
         packed_elems: 0,
         predicted_s: 0.0,
         uncoalesced_s: 0.0,
-        reason: String::new(),
     }
 }

@@ -25,8 +25,7 @@ use crate::error::{Error, Result};
 use crate::scalar::{monomorphic, Conj, Scalar};
 use crate::spec::{permutation, ContractionSpec, Tree};
 use crate::step::{check_operands, step_desc};
-use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Where a step's operand comes from.
@@ -68,48 +67,10 @@ pub struct Plan {
     pub plan_s: f64,
     /// The options planned with.
     pub options: PlanOptions,
-    /// Intermediate buffers kept between calls.
-    pub(crate) pool: BufferPool,
     /// Structure fingerprints of the operands planned for.
     operand_fps: Vec<u64>,
     /// The structure fingerprint of the target the last step writes into, if planned so.
     pub(crate) output_fp: Option<u64>,
-}
-
-/// Buffers of intermediates, reused across calls so the steady state does not allocate.
-#[derive(Default)]
-pub(crate) struct BufferPool(Mutex<Vec<Box<dyn Any + Send>>>);
-
-impl Clone for BufferPool {
-    fn clone(&self) -> Self {
-        BufferPool::default()
-    }
-}
-
-impl std::fmt::Debug for BufferPool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("BufferPool")
-    }
-}
-
-impl BufferPool {
-    pub(crate) fn take<T: Scalar>(&self, len: usize) -> Vec<T> {
-        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let pos = g.iter().position(|b| {
-            b.downcast_ref::<Vec<T>>()
-                .is_some_and(|v| v.capacity() >= len)
-        });
-        match pos {
-            Some(p) => *g.swap_remove(p).downcast::<Vec<T>>().expect("checked type"),
-            None => Vec::with_capacity(len),
-        }
-    }
-    pub(crate) fn give<T: Scalar>(&self, v: Vec<T>) {
-        let mut g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if g.len() < 8 {
-            g.push(Box::new(v));
-        }
-    }
 }
 
 impl Plan {
@@ -154,7 +115,7 @@ impl Plan {
                 b += (o.offsets.len() + o.cache.len()) * 16;
             }
             for g in &p.groups {
-                b += size_of::<Group>() + g.reason.len() + g.pairs.len() * 4;
+                b += size_of::<Group>() + g.pairs.len() * 4;
                 b += (g.a.len() + g.b.len() + g.c.len()) * size_of::<Place>() + g.c_first.len();
             }
             b += p.components.iter().map(|c| c.len() * 4 + 24).sum::<usize>();
@@ -339,7 +300,6 @@ fn build<T: Scalar>(
         finish,
         plan_s: t0.elapsed().as_secs_f64(),
         options: *options,
-        pool: BufferPool::default(),
         operand_fps: ops.iter().map(|t| t.structure_fingerprint()).collect(),
         output_fp: target.map(|t| t.structure_fingerprint()),
     }))

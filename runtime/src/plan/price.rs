@@ -1,4 +1,4 @@
-//! Pricing a group once layouts are known, and the reason `explain` prints.
+//! Pricing a group once layouts are known.
 
 use super::cost::CostModel;
 use super::group::{Access, Group, GroupKind, Place};
@@ -57,13 +57,6 @@ fn price_grouped(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
     }
     gr.packed_elems = packed;
     gr.predicted_s = model.call_s + member + model.pack_s(packed);
-    gr.reason = format!(
-        "{} pairs of different shapes, each output block once: one grouped call predicted {:.2} us vs {:.2} us as {} GEMMs",
-        gr.pairs.len(),
-        gr.predicted_s * 1e6,
-        gr.uncoalesced_s * 1e6,
-        gr.pairs.len()
-    );
 }
 
 /// The uniform access of member blocks: direct when every member's block is addressable.
@@ -96,18 +89,6 @@ fn price_members(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
     } else {
         model.call_s + n as f64 * model.batched_member_s(gr.m, gr.n, gr.k) + model.pack_s(packed)
     };
-    gr.reason = if gr.kind == GroupKind::Single {
-        "no coalescing candidate predicted faster than one GEMM".into()
-    } else {
-        format!(
-            "{n} pairs of shape {}x{}x{}: one batched call predicted {:.2} us vs {:.2} us as {n} GEMMs",
-            gr.m,
-            gr.n,
-            gr.k,
-            gr.predicted_s * 1e6,
-            gr.uncoalesced_s * 1e6
-        )
-    };
 }
 
 /// Concatenating groups (free-axis, contraction-axis, rectangle): one GEMM.
@@ -129,43 +110,4 @@ fn price_concat(sp: &StepPlan, gr: &mut Group, model: &CostModel, c_off: &[usize
     }
     gr.packed_elems = packed;
     gr.predicted_s = model.gemm_s(gr.m, gr.n, gr.k) + model.pack_s(packed);
-    gr.reason = concat_reason(gr);
-}
-
-fn concat_reason(gr: &Group) -> String {
-    let what = match gr.kind {
-        GroupKind::FreeAxis => format!(
-            "one contracted block shared: {} A blocks stacked as rows, {} B blocks as columns",
-            gr.a.len(),
-            gr.b.len()
-        ),
-        GroupKind::ContractionAxis => format!(
-            "one output block: {} contributions concatenated along k",
-            gr.pairs.len()
-        ),
-        _ => format!(
-            "coupled sector fully populated ({} A x {} B blocks, every pair present)",
-            gr.a.len(),
-            gr.b.len()
-        ),
-    };
-    format!(
-        "{what}; one {}x{}x{} GEMM predicted {:.2} us vs {:.2} us as {} GEMMs; A {}, B {}, C {}",
-        gr.m,
-        gr.n,
-        gr.k,
-        gr.predicted_s * 1e6,
-        gr.uncoalesced_s * 1e6,
-        gr.pairs.len(),
-        access_word(&gr.a_access),
-        access_word(&gr.b_access),
-        access_word(&gr.c_access)
-    )
-}
-
-fn access_word(a: &Access) -> &'static str {
-    match a {
-        Access::Direct(..) => "zero-copy",
-        Access::Packed => "packed",
-    }
 }
