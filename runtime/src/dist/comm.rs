@@ -4,18 +4,18 @@
 //! anything else is sent, so every rank returns the same error and none waits forever.
 
 use super::owner::OwnerMap;
-use super::place::{place_step, Message, MessageCost, StepPlacement};
-use crate::block::{zeroed_buffer, Block, DynTensor};
+use super::place::{place_step, MessageCost, StepPlacement};
+use super::transfer::{elems, owned, pack, unpack};
+use crate::block::{zeroed_buffer, DynTensor};
 use crate::error::{Error, Result};
 use crate::exec::cpu::run_components;
-use crate::exec::{intermediate_buffer, intermediate_buffer_of};
+use crate::exec::intermediate_buffer;
 use crate::hash::Fx;
 use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
 use crate::plan::{CostModel, Input, Plan, PlanCache, PlanOptions};
-use crate::scalar::Scalar;
+use crate::scalar::{Conj, Scalar};
 use crate::spec::ContractionSpec;
-use crate::view::{for_each_pair, Layout, MAX_RANK};
 use ::mpi::collective::SystemOperation;
 use ::mpi::datatype::Equivalence;
 use ::mpi::topology::SimpleCommunicator;
@@ -35,7 +35,7 @@ impl DistScalar for Complex64 {}
 const TAG_GATHER: i32 = 1;
 const TAG_SCATTER: i32 = 2;
 const TAG_PING: i32 = 3;
-fn step_tag(step: usize, side: usize) -> i32 {
+pub(super) fn step_tag(step: usize, side: usize) -> i32 {
     16 + 2 * step as i32 + side as i32
 }
 
@@ -43,7 +43,7 @@ fn step_tag(step: usize, side: usize) -> i32 {
 /// messages never match the caller's), the message cost measured between ranks 0 and 1, rank
 /// 0's cost model (so every rank makes the same plan) and a plan cache.
 pub struct Dist {
-    comm: SimpleCommunicator,
+    pub(super) comm: SimpleCommunicator,
     cost: MessageCost,
     options: PlanOptions,
     plans: PlanCache,
@@ -53,8 +53,8 @@ pub struct Dist {
 /// structure and the values of the blocks it owns (the others are zero there).
 #[derive(Debug, Clone)]
 pub struct DistTensor<T> {
-    full: DynTensor<T>,
-    owners: Vec<u32>,
+    pub(super) full: DynTensor<T>,
+    pub(super) owners: Vec<u32>,
 }
 
 impl<T: Scalar> DistTensor<T> {
@@ -86,63 +86,6 @@ pub struct DistStats {
     pub blocks_transferred: usize,
     /// Each step's placement.
     pub steps: Vec<StepPlacement>,
-}
-
-/// Calls `f(first element, length, stride)` for each row of a block (a rank-0 block is one
-/// element).
-fn for_each_row(l: &Layout, mut f: impl FnMut(isize, usize, isize)) {
-    let zero = [0isize; MAX_RANK];
-    for_each_pair(
-        &l.dims,
-        &l.strides,
-        &zero[..l.dims.len()],
-        |o, _, n, s, _| f(l.offset as isize + o, n, s),
-    );
-}
-
-/// The values of `blocks` of `t`, row by row in each block's layout order (the receiver has
-/// the same layouts, so the same order unpacks them).
-fn pack<T: Scalar>(t: &DynTensor<T>, blocks: &[u32]) -> Vec<T> {
-    let data = t.data();
-    let mut out = Vec::new();
-    for &b in blocks {
-        for_each_row(&t.blocks()[b as usize].layout, |start, n, s| {
-            if s == 1 {
-                out.extend_from_slice(&data[start as usize..start as usize + n]);
-            } else {
-                out.extend((0..n as isize).map(|i| data[(start + i * s) as usize]));
-            }
-        });
-    }
-    out
-}
-
-/// Writes `values` (as [`pack`] made them) into `blocks` of `t`.
-fn unpack<T: Scalar>(t: &mut DynTensor<T>, blocks: &[u32], values: &[T]) {
-    let layouts: Vec<Layout> = blocks
-        .iter()
-        .map(|&b| t.blocks()[b as usize].layout.clone())
-        .collect();
-    let data = t.data_mut();
-    let mut k = 0;
-    for l in &layouts {
-        for_each_row(l, |start, n, s| {
-            if s == 1 {
-                data[start as usize..start as usize + n].copy_from_slice(&values[k..k + n]);
-                k += n;
-                return;
-            }
-            for i in 0..n as isize {
-                data[(start + i * s) as usize] = values[k];
-                k += 1;
-            }
-        });
-    }
-}
-
-/// Elements of a block.
-fn elems(b: &Block) -> usize {
-    b.layout.dims.iter().product()
 }
 
 /// A hash of an owner list.
@@ -254,7 +197,7 @@ impl Dist {
 
     /// Every rank's `local` outcome agreed on: Ok everywhere, or on every rank the error of the
     /// lowest rank that failed.
-    fn agree<X>(&self, local: Result<X>) -> Result<X> {
+    pub(super) fn agree<X>(&self, local: Result<X>) -> Result<X> {
         let size = self.size() as i32;
         let mine = if local.is_err() {
             self.rank() as i32
@@ -439,6 +382,27 @@ impl Dist {
         self.agree(self.plans.get_or_plan(spec, fp, &fulls, &self.options))
     }
 
+    /// A single operand permuted, conjugated and scaled; each block stays with its owner.
+    fn rearranged<T: DistScalar>(
+        &self,
+        op: &DistTensor<T>,
+        perm: &[usize],
+        conj: Conj,
+        alpha: T,
+    ) -> Result<DistTensor<T>> {
+        let t = &op.full;
+        let full = self.agree(t.permuted(perm, conj, alpha))?;
+        let owners = full
+            .blocks()
+            .iter()
+            .map(|b| {
+                let key: Vec<u32> = perm.iter().map(|&p| b.key[p]).collect();
+                t.find_block(&key).map_or(0, |i| op.owners[i])
+            })
+            .collect();
+        Ok(DistTensor { full, owners })
+    }
+
     /// Contracts distributed operands as `spec` says (`alpha` folded in): each step's
     /// components run where [`place_step`] puts them, the blocks they read from other ranks
     /// arrive in one message per (operand, sender, receiver), all posted before any is waited
@@ -451,17 +415,8 @@ impl Dist {
     ) -> Result<(DistTensor<T>, DistStats)> {
         let plan = self.plan(spec, ops)?;
         if let Some((perm, conj)) = &plan.finish {
-            let t = &ops[0].full;
-            let full = self.agree(t.permuted(perm, *conj, alpha))?;
-            let owners = full
-                .blocks()
-                .iter()
-                .map(|b| {
-                    let key: Vec<u32> = perm.iter().map(|&p| b.key[p]).collect();
-                    t.find_block(&key).map_or(0, |i| ops[0].owners[i])
-                })
-                .collect();
-            return Ok((DistTensor { full, owners }, DistStats::default()));
+            let t = self.rearranged(ops[0], perm, *conj, alpha)?;
+            return Ok((t, DistStats::default()));
         }
         let mut results: Vec<Option<DistTensor<T>>> = vec![None; plan.steps.len()];
         let mut stats = DistStats::default();
@@ -492,44 +447,8 @@ impl Dist {
             );
             let ([a, b], sent) = self.exchange(i, &pl, [a, b])?;
             stats.sent += sent;
-            // the result: zeroed when it is returned (its foreign blocks read as zero), else a
-            // pooled buffer (only the blocks this rank computes are ever read)
-            let out = if i == last {
-                zeroed_buffer::<T>(st.plan.out_len, || {
-                    format!("the result of step {i} ({})", st.name)
-                })
-            } else {
-                intermediate_buffer::<T>(&plan, i)
-            };
-            let mut out = self.agree(out)?;
-            let keep: Vec<bool> = pl
-                .comp_rank
-                .iter()
-                .map(|&r| r as usize == self.rank())
-                .collect();
             let scale = if i == last { alpha } else { T::one() };
-            run_components(
-                &st.plan,
-                &a.full,
-                &b.full,
-                scale,
-                &mut out,
-                Accum::Replace,
-                &keep,
-            );
-            for t in [a, b] {
-                if let Cow::Owned(t) = t {
-                    crate::exec::pool::give(t.full.into_data());
-                }
-            }
-            let g = &st.plan.geometry;
-            let full = DynTensor::from_shared(
-                g.out_legs.clone(),
-                g.symmetry.clone(),
-                g.out_charge.clone(),
-                st.plan.out_index.clone(),
-                out,
-            );
+            let full = self.run_share(&plan, i, &pl, [a, b], scale)?;
             stats.messages += pl.messages.len();
             stats.bytes += pl.elems_transferred() * std::mem::size_of::<T>();
             stats.blocks_transferred += pl.blocks_transferred();
@@ -549,84 +468,54 @@ impl Dist {
         Ok((result, stats))
     }
 
-    /// Sends this rank's blocks that others need and receives the ones it needs, for one
-    /// step: every send and receive posted, then all waited on. The operands come back with
-    /// the received blocks written in (an operand of the caller's that receives something is
-    /// first copied, its own blocks only, into a pooled buffer), with the number of messages
-    /// this rank sent.
-    fn exchange<'t, T: DistScalar>(
+    /// This rank's share of step `i` (the components placed on it) into the step's result:
+    /// zeroed when it is the last (its foreign blocks read as zero), else a pooled buffer
+    /// (only the blocks this rank computes are ever read). Operands it owned go back to the
+    /// pool.
+    fn run_share<T: DistScalar>(
         &self,
-        step: usize,
+        plan: &Plan,
+        i: usize,
         pl: &StepPlacement,
-        ops: [Cow<'t, DistTensor<T>>; 2],
-    ) -> Result<([Cow<'t, DistTensor<T>>; 2], usize)> {
-        let me = self.rank() as u32;
-        let sends: Vec<(&Message, Vec<T>)> = pl
-            .messages
+        [a, b]: [Cow<'_, DistTensor<T>>; 2],
+        scale: T,
+    ) -> Result<DynTensor<T>> {
+        let st = &plan.steps[i];
+        let out = if i + 1 == plan.steps.len() {
+            zeroed_buffer::<T>(st.plan.out_len, || {
+                format!("the result of step {i} ({})", st.name)
+            })
+        } else {
+            intermediate_buffer::<T>(plan, i)
+        };
+        let mut out = self.agree(out)?;
+        let keep: Vec<bool> = pl
+            .comp_rank
             .iter()
-            .filter(|m| m.from == me)
-            .map(|m| (m, pack(&ops[m.side.index()].full, &m.blocks)))
+            .map(|&r| r as usize == self.rank())
             .collect();
-        let incoming: Vec<&Message> = pl.messages.iter().filter(|m| m.to == me).collect();
-        let mut bufs: Vec<Vec<T>> = incoming.iter().map(|m| vec![T::zero(); m.elems]).collect();
-        ::mpi::request::scope(|scope| {
-            let posted: Vec<_> = sends
-                .iter()
-                .map(|(m, buf)| {
-                    self.comm
-                        .process_at_rank(m.to as i32)
-                        .immediate_send_with_tag(scope, &buf[..], step_tag(step, m.side.index()))
-                })
-                .collect();
-            let receiving: Vec<_> = incoming
-                .iter()
-                .zip(bufs.iter_mut())
-                .map(|(m, buf)| {
-                    self.comm
-                        .process_at_rank(m.from as i32)
-                        .immediate_receive_into_with_tag(
-                            scope,
-                            &mut buf[..],
-                            step_tag(step, m.side.index()),
-                        )
-                })
-                .collect();
-            for r in receiving {
-                r.wait();
-            }
-            for s in posted {
-                s.wait();
-            }
-        });
-        let mut out = ops;
-        let mut local = Ok(());
-        for (side, slot) in out.iter_mut().enumerate() {
-            let arrived: Vec<(&Message, &Vec<T>)> = incoming
-                .iter()
-                .zip(&bufs)
-                .filter(|(m, _)| m.side.index() == side)
-                .map(|(m, b)| (*m, b))
-                .collect();
-            if arrived.is_empty() {
-                continue;
-            }
-            if let Cow::Borrowed(t) = &*slot {
-                match own_blocks_copy(t, self.rank()) {
-                    Ok(copy) => *slot = Cow::Owned(copy),
-                    Err(e) => {
-                        local = Err(e);
-                        continue;
-                    }
-                }
-            }
-            let t = slot.to_mut();
-            for (m, buf) in arrived {
-                unpack(&mut t.full, &m.blocks, buf);
+        run_components(
+            &st.plan,
+            &a.full,
+            &b.full,
+            scale,
+            &mut out,
+            Accum::Replace,
+            &keep,
+        );
+        for t in [a, b] {
+            if let Cow::Owned(t) = t {
+                crate::exec::pool::give(t.full.into_data());
             }
         }
-        // every rank agrees, whether or not it received anything
-        self.agree(local)?;
-        Ok((out, sends.len()))
+        let g = &st.plan.geometry;
+        Ok(DynTensor::from_shared(
+            g.out_legs.clone(),
+            g.symmetry.clone(),
+            g.out_charge.clone(),
+            st.plan.out_index.clone(),
+            out,
+        ))
     }
 
     /// The plan with, per step, each rank's predicted compute and communication and the
@@ -666,13 +555,6 @@ impl Dist {
     }
 }
 
-/// The blocks `rank` owns.
-fn owned(owners: &[u32], rank: usize) -> Vec<u32> {
-    (0..owners.len() as u32)
-        .filter(|&b| owners[b as usize] as usize == rank)
-        .collect()
-}
-
 /// One step's placement in words.
 fn describe_placement(i: usize, name: &str, pl: &StepPlacement, elem_bytes: usize) -> String {
     let mut s = format!(
@@ -707,29 +589,4 @@ fn describe_placement(i: usize, name: &str, pl: &StepPlacement, elem_bytes: usiz
 fn fmt_us(v: &[f64]) -> String {
     let parts: Vec<String> = v.iter().map(|x| format!("{:.1}", x * 1e6)).collect();
     format!("[{}]", parts.join(", "))
-}
-
-/// A copy of `t` holding this rank's blocks in a pooled buffer (the other blocks are
-/// unspecified until something is received into them).
-fn own_blocks_copy<T: Scalar>(t: &DistTensor<T>, rank: usize) -> Result<DistTensor<T>> {
-    let len = t.full.data().len();
-    let mut buf = intermediate_buffer_of::<T>(len, "a received operand")?;
-    let src = t.full.data();
-    for b in owned(&t.owners, rank) {
-        for_each_row(&t.full.blocks()[b as usize].layout, |start, n, s| {
-            if s == 1 {
-                let r = start as usize..start as usize + n;
-                buf[r.clone()].copy_from_slice(&src[r]);
-                return;
-            }
-            for i in 0..n as isize {
-                let at = (start + i * s) as usize;
-                buf[at] = src[at];
-            }
-        });
-    }
-    Ok(DistTensor {
-        full: t.full.with_data(buf),
-        owners: t.owners.clone(),
-    })
 }

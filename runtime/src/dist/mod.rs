@@ -18,6 +18,8 @@ mod place;
 
 #[cfg(feature = "mpi")]
 mod comm;
+#[cfg(feature = "mpi")]
+mod transfer;
 
 /// The MPI bindings (rsmpi) the distributed executor runs on: `mpi::initialize()` starts MPI.
 #[cfg(feature = "mpi")]
