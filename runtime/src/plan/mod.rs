@@ -106,7 +106,14 @@ impl Plan {
             b += 2 * p
                 .out_layouts
                 .iter()
-                .map(|l| 24 * l.dims.len() + 48)
+                .map(|l| {
+                    let spilled = if l.dims.spilled() {
+                        16 * l.dims.len()
+                    } else {
+                        0
+                    };
+                    size_of::<crate::view::Layout>() + spilled
+                })
                 .sum::<usize>();
             b += key_bytes(&p.out_keys) + 32 * p.out_keys.len();
             b += p.c_mats.len() * size_of::<Option<crate::view::MatShape>>();
