@@ -76,9 +76,12 @@ fn hubbard_exact(l: usize) -> f64 {
 /// DMRG energy after `sweeps` sweeps at bond dimension `chi`; checks each sweep's report.
 fn dmrg(model: &model::Model, l: usize, chi: usize, sweeps: usize) -> f64 {
     let mut d = engine::Dmrg::new(model, l).unwrap();
+    d.set_heff_plan_capacity(1 << 20);
     let mut e = f64::NAN;
+    let mut applications = 0;
     for k in 0..sweeps {
         let r = d.sweep(chi).unwrap();
+        applications += r.applications;
         assert_eq!((r.sweep, r.chi), (k + 1, chi));
         assert!(r.max_trunc_err >= 0.0 && r.seconds >= 0.0 && r.applications > 0);
         assert!(
@@ -89,6 +92,15 @@ fn dmrg(model: &model::Model, l: usize, chi: usize, sweeps: usize) -> f64 {
         );
         e = r.energy;
     }
+    // one lookup per application; at most one plan per local update (the others reuse it)
+    let h = d.heff_plans();
+    assert_eq!(h.hits + h.misses, applications as u64, "{h:?}");
+    assert!(
+        h.misses as usize <= d.updates,
+        "{h:?} for {} updates",
+        d.updates
+    );
+    assert!(h.bytes <= h.capacity, "{h:?}");
     e
 }
 

@@ -5,7 +5,7 @@
 
 use super::model::{boundary, product_state, trivial_space, Model};
 use blockcontract::linalg::{lanczos, svd, LanczosOptions, Truncation};
-use blockcontract::{contract, DynTensor, Error, Tensor};
+use blockcontract::{contract, CacheStats, DynTensor, Error, PlanCache, Tensor};
 use std::time::Instant;
 
 /// Seconds spent per phase.
@@ -44,6 +44,10 @@ pub struct Dmrg<'m> {
     /// Relative singular-value cutoff.
     pub cutoff: f64,
     pub sweeps_done: usize,
+    /// The effective Hamiltonian's plans (its own cache, so that its reuse can be reported).
+    heff_plans: PlanCache,
+    /// Local updates done.
+    pub updates: usize,
 }
 
 impl<'m> Dmrg<'m> {
@@ -72,6 +76,8 @@ impl<'m> Dmrg<'m> {
             lanczos: LanczosOptions::default(),
             cutoff: 1e-14,
             sweeps_done: 0,
+            heff_plans: PlanCache::new(),
+            updates: 0,
         };
         for i in (1..l).rev() {
             d.update_right(i)?;
@@ -127,10 +133,11 @@ impl<'m> Dmrg<'m> {
         let w = &self.model.w;
         let heff = |x: &DynTensor<f64>| -> Result<DynTensor<f64>, Error> {
             let mut y = x.zeros_like();
-            contract!(y[xp, t1, t2, yp] = (w[v, u, t2, s2] * (w[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp])?;
+            contract!(y[xp, t1, t2, yp] = (w[v, u, t2, s2] * (w[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans)?;
             Ok(y)
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;
+        self.updates += 1;
         self.phases.heff += t0.elapsed().as_secs_f64();
 
         let t0 = Instant::now();
@@ -183,6 +190,17 @@ impl<'m> Dmrg<'m> {
             seconds: t0.elapsed().as_secs_f64(),
             applications: apps,
         })
+    }
+
+    /// The effective Hamiltonian's plan cache: one lookup per Lanczos application.
+    pub fn heff_plans(&self) -> CacheStats {
+        self.heff_plans.stats()
+    }
+
+    /// Bounds the effective Hamiltonian's plan cache (bytes of plans).
+    #[allow(dead_code)] // used by the tests
+    pub fn set_heff_plan_capacity(&self, bytes: usize) {
+        self.heff_plans.set_capacity(bytes);
     }
 
     /// The largest bond dimension of the state.

@@ -102,7 +102,7 @@ fn run(args: &Args) -> Result<(), Error> {
     let p = dmrg.phases;
     let wall = t_start.elapsed().as_secs_f64();
     println!(
-        "# plans: {} hits, {} misses ({:.1}% reused), {} evictions, {} plans held ({:.1} MB of {:.0} MB); planning {:.3} s ({:.1}% of the run)",
+        "# other plans (environments, factorization): {} hits, {} misses ({:.1}% reused), {} evictions, {} plans held ({:.1} MB of {:.0} MB); planning {:.3} s ({:.1}% of the run)",
         c.hits,
         c.misses,
         100.0 * c.hits as f64 / (c.hits + c.misses).max(1) as f64,
@@ -112,6 +112,16 @@ fn run(args: &Args) -> Result<(), Error> {
         c.capacity as f64 / 1e6,
         c.plan_seconds,
         100.0 * c.plan_seconds / wall
+    );
+    let h = dmrg.heff_plans();
+    println!(
+        "# heff plans: {} applications, {} local updates, {} plans made ({} updates reused the plan of an earlier update with the same block structure), planning {:.3} s ({:.1}% of the run)",
+        h.hits + h.misses,
+        dmrg.updates,
+        h.misses,
+        dmrg.updates as u64 - h.misses.min(dmrg.updates as u64),
+        h.plan_seconds,
+        100.0 * h.plan_seconds / wall
     );
     println!(
         "# phases: heff (Lanczos) {:.3} s ({:.1}%), factorize {:.3} s ({:.1}%), environments {:.3} s ({:.1}%); max bond {}",
