@@ -11,6 +11,7 @@ pub mod cuda;
 pub mod cuda;
 pub mod dense;
 pub mod device;
+mod pack;
 pub(crate) mod pool;
 
 pub use pool::release_buffers;
