@@ -115,10 +115,11 @@ fn run(args: &Args) -> Result<(), Error> {
     );
     let h = dmrg.heff_plans();
     println!(
-        "# heff plans: {} applications, {} local updates, {} plans made ({} updates reused the plan of an earlier update with the same block structure), planning {:.3} s ({:.1}% of the run)",
+        "# heff plans: {} applications, {} local updates, {} plans made ({} from the plan of a structure differing only in sector dimensions; {} updates reused the plan of an earlier update with the same block structure), planning {:.3} s ({:.1}% of the run)",
         h.hits + h.misses,
         dmrg.updates,
         h.misses,
+        h.templated,
         dmrg.updates as u64 - h.misses.min(dmrg.updates as u64),
         h.plan_seconds,
         100.0 * h.plan_seconds / wall

@@ -295,3 +295,51 @@ pub fn same_tensor_case<T: Scalar>(seed: u64, sym_which: usize) -> SameCase<T> {
     };
     SameCase { x, spec }
 }
+
+/// `t`'s structure with other sector dimensions: each block space gets new dimensions
+/// (1..=3; also 0, one time in six, when `zero`) through `map`, which is shared across
+/// tensors so that contracted legs keep one space; local spaces, flows, the charge and the
+/// block keys are kept; values deterministic from the rng.
+pub fn resized<T: Scalar>(
+    t: &DynTensor<T>,
+    map: &mut std::collections::HashMap<u64, Arc<Space>>,
+    rng: &mut Rng,
+    zero: bool,
+) -> DynTensor<T> {
+    let legs: Vec<Leg> = t
+        .legs()
+        .iter()
+        .map(|l| {
+            let sp = map
+                .entry(l.space.fingerprint())
+                .or_insert_with(|| {
+                    if l.space.kind() == blockcontract::SpaceKind::Local {
+                        return l.space.clone();
+                    }
+                    let secs: Vec<(Vec<i64>, usize)> = l
+                        .space
+                        .sectors()
+                        .iter()
+                        .map(|s| {
+                            let d = if zero && rng.below(6) == 0 {
+                                0
+                            } else {
+                                1 + rng.below(3)
+                            };
+                            (s.charge.values().to_vec(), d)
+                        })
+                        .collect();
+                    Arc::new(Space::block(l.space.symmetry(), &secs).unwrap())
+                })
+                .clone();
+            Leg::new(&sp, l.flow)
+        })
+        .collect();
+    let keys: Vec<Vec<usize>> = t
+        .blocks()
+        .iter()
+        .map(|b| b.key.iter().map(|&x| x as usize).collect())
+        .collect();
+    let seed = rng.next() >> 12;
+    DynTensor::from_fn(legs, t.charge().clone(), Some(&keys), |i| value(seed, i)).unwrap()
+}

@@ -224,3 +224,41 @@ pub(crate) fn allowed_keys(legs: &[Leg], symmetry: &Symmetry, charge: &Charge) -
     out.sort();
     out
 }
+
+impl<T: crate::scalar::Scalar> super::DynTensor<T> {
+    /// A fingerprint of what a plan's decisions depend on but not its sizes: element type,
+    /// symmetry, each leg's sector charges, kind and flow, the charge and the stored blocks'
+    /// keys; sector dimensions and layouts are left out. Two tensors whose sector dimensions
+    /// alone differ share it (a plan for one is a template for the other).
+    pub fn sector_fingerprint(&self) -> u64 {
+        let mut h = crate::hash::Fx::default();
+        h.write(crate::hash::type_tag::<T>());
+        for k in self.symmetry.kinds() {
+            h.write(match k {
+                crate::symmetry::ChargeKind::U1 => u64::MAX,
+                crate::symmetry::ChargeKind::Zn(n) => *n as u64,
+            });
+        }
+        h.write(self.legs.len() as u64);
+        for l in &self.legs {
+            h.write(l.flow.sign() as u64);
+            h.write(l.space.kind() as u64);
+            h.write(l.space.num_sectors() as u64);
+            for s in l.space.sectors() {
+                for &q in s.charge.values() {
+                    h.write(q as u64);
+                }
+            }
+        }
+        for &q in self.charge.values() {
+            h.write(q as u64);
+        }
+        h.write(self.st.blocks.len() as u64);
+        for b in &self.st.blocks {
+            for &s in b.key.iter() {
+                h.write(s as u64);
+            }
+        }
+        h.finish()
+    }
+}

@@ -1,6 +1,6 @@
 //! Plans cached by (call site, block-structure fingerprint), with hit and miss counters.
 
-use super::{build_plan, Plan, PlanOptions};
+use super::{Plan, PlanOptions};
 use crate::block::DynTensor;
 use crate::error::Result;
 use crate::hash::Fx;
@@ -55,6 +55,18 @@ pub fn fingerprint<T: Scalar>(spec_fp: u64, ops: &[&DynTensor<T>], options: &Pla
     h.finish()
 }
 
+/// Fingerprint of (spec, operand sectors and blocks, options), sector dimensions left out:
+/// structures that share it can plan from each other's plan.
+fn near_fingerprint<T: Scalar>(spec_fp: u64, ops: &[&DynTensor<T>], options: &PlanOptions) -> u64 {
+    let mut h = Fx::default();
+    h.write(spec_fp ^ 0x5ec7_0b5f_0000_0001);
+    h.write(options.fingerprint());
+    for t in ops {
+        h.write(t.sector_fingerprint());
+    }
+    h.finish()
+}
+
 /// The default capacity of a plan cache, in bytes of plans (see [`PlanCache::set_capacity`]).
 pub const DEFAULT_CAPACITY: usize = 256 << 20;
 
@@ -65,6 +77,7 @@ pub struct PlanCache {
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
+    templated: AtomicU64,
     capacity: AtomicUsize,
     plan_nanos: AtomicU64,
 }
@@ -72,6 +85,8 @@ pub struct PlanCache {
 /// Entries with their last use; a plan that cannot be made in place is cached as `None`.
 struct Lru {
     map: Option<HashMap<u64, Entry>>,
+    /// Per sectors-and-blocks fingerprint, the key of the latest plan made for it.
+    near: Option<HashMap<u64, u64>>,
     tick: u64,
     bytes: usize,
 }
@@ -91,6 +106,9 @@ pub struct CacheStats {
     pub misses: u64,
     /// Plans dropped to stay under the capacity.
     pub evictions: u64,
+    /// Misses planned from a cached plan whose operands differed only in sector dimensions
+    /// (its order and grouping kept; sizes, layouts and prices recomputed).
+    pub templated: u64,
     /// Plans stored.
     pub plans: usize,
     /// Their approximate size in bytes.
@@ -107,6 +125,7 @@ impl CacheStats {
         self.hits += o.hits;
         self.misses += o.misses;
         self.evictions += o.evictions;
+        self.templated += o.templated;
         self.plans += o.plans;
         self.bytes += o.bytes;
         self.capacity += o.capacity;
@@ -130,12 +149,14 @@ impl PlanCache {
         PlanCache {
             inner: Mutex::new(Lru {
                 map: None,
+                near: None,
                 tick: 0,
                 bytes: 0,
             }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            templated: AtomicU64::new(0),
             capacity: AtomicUsize::new(bytes),
             plan_nanos: AtomicU64::new(0),
         }
@@ -168,12 +189,15 @@ impl PlanCache {
     ) -> Result<Option<Arc<Plan>>> {
         (super::entry::<T>()?.get_or_plan_into)(self, spec, spec_fp, ops, target, options)
     }
+    /// The plan under `key`; on a miss, `plan` makes it, given the cached plan of the latest
+    /// structure with the same `near` fingerprint as a template when there is one.
     fn lookup(
         &self,
         key: u64,
-        plan: impl FnOnce() -> Result<Option<Plan>>,
+        near: u64,
+        plan: impl FnOnce(Option<&Plan>) -> Result<Option<Plan>>,
     ) -> Result<Option<Arc<Plan>>> {
-        {
+        let template = {
             let mut g = self.lock();
             g.tick += 1;
             let tick = g.tick;
@@ -182,10 +206,16 @@ impl PlanCache {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(e.plan.clone());
             }
-        }
+            let like = g.near.as_ref().and_then(|n| n.get(&near)).copied();
+            like.and_then(|k| g.map.as_ref().and_then(|m| m.get(&k)))
+                .and_then(|e| e.plan.clone())
+        };
         self.misses.fetch_add(1, Ordering::Relaxed);
+        if template.is_some() {
+            self.templated.fetch_add(1, Ordering::Relaxed);
+        }
         let t0 = std::time::Instant::now();
-        let plan = plan()?.map(Arc::new);
+        let plan = plan(template.as_deref())?.map(Arc::new);
         self.plan_nanos
             .fetch_add(t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let bytes = plan.as_ref().map_or(64, |p| p.approx_bytes());
@@ -204,6 +234,7 @@ impl PlanCache {
         if let Some(o) = old {
             g.bytes -= o.bytes;
         }
+        g.near.get_or_insert_with(HashMap::new).insert(near, key);
         Ok(plan)
     }
     /// Drops least recently used plans until `incoming` more bytes fit the capacity.
@@ -250,6 +281,7 @@ impl PlanCache {
             hits: self.hits(),
             misses: self.misses(),
             evictions: self.evictions.load(Ordering::Relaxed),
+            templated: self.templated.load(Ordering::Relaxed),
             plans: g.map.as_ref().map_or(0, HashMap::len),
             bytes: g.bytes,
             capacity: self.capacity.load(Ordering::Relaxed),
@@ -260,6 +292,7 @@ impl PlanCache {
     pub fn clear(&self) {
         let mut g = self.lock();
         g.map = None;
+        g.near = None;
         g.bytes = 0;
     }
 }
@@ -273,7 +306,10 @@ pub(super) fn get_or_plan_here<T: Scalar>(
     options: &PlanOptions,
 ) -> Result<Arc<Plan>> {
     let key = fingerprint(spec_fp, ops, options);
-    let plan = cache.lookup(key, || build_plan(spec, ops, options).map(Some))?;
+    let near = near_fingerprint(spec_fp, ops, options);
+    let plan = cache.lookup(key, near, |like| {
+        super::build(spec, ops, options, None, like)
+    })?;
     plan.ok_or_else(|| crate::error::Error::InvalidSpec {
         reason: "a plan without a fixed output has no output".into(),
     })
@@ -292,7 +328,11 @@ pub(super) fn get_or_plan_into_here<T: Scalar>(
     h.write(fingerprint(spec_fp, ops, options));
     h.write(0x1a7e_7a26_e700_0001);
     h.write(target.structure_fingerprint());
-    cache.lookup(h.finish(), || {
-        super::build_plan_into(spec, ops, target, options)
+    let mut n = Fx::default();
+    n.write(near_fingerprint(spec_fp, ops, options));
+    n.write(0x1a7e_7a26_e700_0001);
+    n.write(target.sector_fingerprint());
+    cache.lookup(h.finish(), n.finish(), |like| {
+        super::build(spec, ops, options, Some(target), like)
     })
 }

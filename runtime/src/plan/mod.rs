@@ -229,11 +229,11 @@ struct Entry<T: Scalar> {
 impl<T: Scalar> Entry<T> {
     const NEW: Self = Entry {
         build_plan: |spec, ops, options| {
-            build(spec, ops, options, None)?.ok_or_else(|| Error::InvalidSpec {
+            build(spec, ops, options, None, None)?.ok_or_else(|| Error::InvalidSpec {
                 reason: "a plan without a fixed output has no output".into(),
             })
         },
-        build_plan_into: |spec, ops, target, options| build(spec, ops, options, Some(target)),
+        build_plan_into: |spec, ops, target, options| build(spec, ops, options, Some(target), None),
         get_or_plan: cache::get_or_plan_here::<T>,
         get_or_plan_into: cache::get_or_plan_into_here::<T>,
     };
@@ -243,11 +243,15 @@ fn entry<T: Scalar>() -> Result<&'static Entry<T>> {
     monomorphic!(T, Entry)
 }
 
+/// Plans `spec` on `ops` (into `target`'s layout when given). With `template`, a plan of the
+/// same spec for operands (and target) with the same sectors and blocks: its order and its
+/// grouping decisions are reused, and only sizes, layouts and prices recomputed.
 fn build<T: Scalar>(
     spec: &ContractionSpec,
     ops: &[&DynTensor<T>],
     options: &PlanOptions,
     target: Option<&DynTensor<T>>,
+    template: Option<&Plan>,
 ) -> Result<Option<Plan>> {
     let t0 = Instant::now();
     spec.validate()?;
@@ -268,9 +272,10 @@ fn build<T: Scalar>(
         })
         .collect();
     let out_labels = spec.output_labels();
-    let (tree, order_given) = match &spec.tree {
-        Some(t) => (t.clone(), true),
-        None => (auto_order(&parts, &out_labels, spec, options)?, false),
+    let (tree, order_given) = match (&spec.tree, template) {
+        (Some(t), _) => (t.clone(), true),
+        (None, Some(tp)) => (tp.tree.clone(), false),
+        (None, None) => (auto_order(&parts, &out_labels, spec, options)?, false),
     };
     let mut steps = Vec::new();
     let root = tree.fold(
@@ -286,7 +291,15 @@ fn build<T: Scalar>(
             };
             let root_out = root.then_some(out_labels.as_slice());
             let fixed = if root { target } else { None };
-            plan_node(pl, pr, root_out, fixed, &mut steps, options, &spec.labels)
+            let like = template
+                .and_then(|tp| tp.steps.get(steps.len()))
+                .map(|s| &s.plan);
+            let node = Node {
+                root_out,
+                fixed,
+                like,
+            };
+            plan_node(pl, pr, node, &mut steps, options, &spec.labels)
         },
     )?;
     let Some(root) = root else {
@@ -350,18 +363,33 @@ fn auto_order<T: Scalar>(
     order::choose_order(&leaves, out_labels, &spec.labels, &options.model)
 }
 
+/// Where a step sits: the output labels when it is the root, the target it writes into, and
+/// a template of it.
+struct Node<'x, T: Scalar> {
+    root_out: Option<&'x [usize]>,
+    fixed: Option<&'x DynTensor<T>>,
+    like: Option<&'x StepPlan>,
+}
+
 /// Plans the step joining two partial results; its output's structure is the next partial.
 fn plan_node<T: Scalar>(
     pl: Partial<T>,
     pr: Partial<T>,
-    root_out: Option<&[usize]>,
-    fixed: Option<&DynTensor<T>>,
+    node: Node<'_, T>,
     steps: &mut Vec<PlannedStep>,
     options: &PlanOptions,
     names: &[String],
 ) -> Result<Option<Partial<T>>> {
-    let (desc, labels) = step_desc(&pl.labels, pl.conj, &pr.labels, pr.conj, root_out, names);
-    let Some(plan) = plan_step_with(&pl.skel, &pr.skel, &desc, options, fixed)? else {
+    let (desc, labels) = step_desc(
+        &pl.labels,
+        pl.conj,
+        &pr.labels,
+        pr.conj,
+        node.root_out,
+        names,
+    );
+    let made = step::plan_step_like(&pl.skel, &pr.skel, &desc, options, node.fixed, node.like)?;
+    let Some(plan) = made else {
         return Ok(None);
     };
     let g = &plan.geometry;

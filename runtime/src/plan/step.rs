@@ -175,13 +175,31 @@ pub fn plan_step_with<T: Scalar>(
     opts: &PlanOptions,
     fixed: Option<&DynTensor<T>>,
 ) -> Result<Option<StepPlan>> {
+    plan_step_like(a, b, desc, opts, fixed, None)
+}
+
+/// [`plan_step_with`], given `template`: this step's plan for operands (and target) with the
+/// same sectors and blocks, only sector dimensions differing. Its pairs and its decisions
+/// (which pairs are concatenated, and how) are kept; sizes, batches, layouts, access and
+/// prices are recomputed. A template that does not fit is ignored.
+pub(crate) fn plan_step_like<T: Scalar>(
+    a: &DynTensor<T>,
+    b: &DynTensor<T>,
+    desc: &StepDesc,
+    opts: &PlanOptions,
+    fixed: Option<&DynTensor<T>>,
+    template: Option<&StepPlan>,
+) -> Result<Option<StepPlan>> {
     let g = geometry(a, b, desc)?;
-    let mut list = enumerate(a, b, &g);
-    if let Some(t) = fixed {
-        if !onto_target(&mut list, t) {
-            return Ok(None);
-        }
-    }
+    let template = template.filter(|t| {
+        t.desc == *desc
+            && t.operands[0].mats.len() == a.num_blocks()
+            && t.operands[1].mats.len() == b.num_blocks()
+            && fixed.is_none_or(|f| f.num_blocks() == t.out_keys.len())
+    });
+    let Some(list) = pair_list(a, b, &g, fixed, template) else {
+        return Ok(None);
+    };
     check_output_size::<T>(&g, &list.out_keys, desc)?;
     let operands = [
         OperandPlan::new(a, &g, Side::A),
@@ -204,7 +222,10 @@ pub fn plan_step_with<T: Scalar>(
         zero_blocks: Vec::new(),
     };
     let model = opts.model;
-    let mut groups = group_pairs(&sp, &ks, opts);
+    let mut groups = match template.and_then(|t| regroup(&sp, &ks, t, opts)) {
+        Some(groups) => groups,
+        None => group_pairs(&sp, &ks, opts),
+    };
     match fixed {
         None => assign_output_layout(&mut sp, &groups),
         Some(t) => {
@@ -288,6 +309,80 @@ fn group_pairs(sp: &StepPlan, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
     }
     groups.extend(batch_singles(sp, singles, opts));
     groups
+}
+
+/// The step's pairs and output keys: the template's, resized, or enumerated (and pointed at
+/// the target's blocks); None when the target lacks a block the step produces.
+fn pair_list<T: Scalar>(
+    a: &DynTensor<T>,
+    b: &DynTensor<T>,
+    g: &Geometry,
+    fixed: Option<&DynTensor<T>>,
+    template: Option<&StepPlan>,
+) -> Option<PairList> {
+    if let Some(t) = template {
+        return Some(PairList {
+            out_keys: t.out_keys.clone(),
+            pairs: resized(&t.pairs, a, b, g),
+        });
+    }
+    let mut list = enumerate(a, b, g);
+    match fixed {
+        Some(t) if !onto_target(&mut list, t) => None,
+        _ => Some(list),
+    }
+}
+
+/// A template's pairs with this step's sizes (the same blocks meet: only dimensions moved).
+fn resized<T: Scalar>(
+    pairs: &[PairGemm],
+    a: &DynTensor<T>,
+    b: &DynTensor<T>,
+    g: &Geometry,
+) -> Vec<PairGemm> {
+    let prod = |dims: &[usize], axes: &[usize]| axes.iter().map(|&l| dims[l]).product::<usize>();
+    pairs
+        .iter()
+        .map(|p| {
+            let da = &a.blocks()[p.a as usize].layout.dims;
+            let db = &b.blocks()[p.b as usize].layout.dims;
+            PairGemm {
+                m: prod(da, &g.a_free),
+                k: prod(da, &g.a_contr),
+                n: prod(db, &g.b_free),
+                ..*p
+            }
+        })
+        .collect()
+}
+
+/// The template's groups rebuilt on this step's sizes: its concatenations kept (their
+/// places recomputed), its lone pairs batched anew (shapes may have changed). None when a
+/// pair became empty or non-empty, so the decisions no longer cover the live pairs.
+fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option<Vec<Group>> {
+    let live = |p: u32| {
+        let x = &sp.pairs[p as usize];
+        x.m > 0 && x.n > 0 && x.k > 0
+    };
+    let grouped: usize = t.groups.iter().map(|g| g.pairs.len()).sum();
+    let nlive = (0..sp.pairs.len() as u32).filter(|&p| live(p)).count();
+    if grouped != nlive {
+        return None;
+    }
+    let mut groups = Vec::with_capacity(t.groups.len());
+    let mut singles = Vec::new();
+    for g in &t.groups {
+        if !g.pairs.iter().all(|&p| live(p)) {
+            return None;
+        }
+        if g.is_members() {
+            singles.extend_from_slice(&g.pairs);
+        } else {
+            groups.push(concat_group(sp, ks, &g.pairs, g.kind));
+        }
+    }
+    groups.extend(batch_singles(sp, singles, opts));
+    Some(groups)
 }
 
 /// The step's result must fit in memory's address space: `TooLarge` (naming the contracted
