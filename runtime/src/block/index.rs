@@ -226,11 +226,9 @@ pub(crate) fn allowed_keys(legs: &[Leg], symmetry: &Symmetry, charge: &Charge) -
 }
 
 impl<T: crate::scalar::Scalar> super::DynTensor<T> {
-    /// A fingerprint of what a plan's decisions depend on but not its sizes: element type,
-    /// symmetry, each leg's sector charges, kind and flow, the charge and the stored blocks'
-    /// keys; sector dimensions and layouts are left out. Two tensors whose sector dimensions
-    /// alone differ share it (a plan for one is a template for the other).
-    pub fn sector_fingerprint(&self) -> u64 {
+    /// A hasher started on the element type and the symmetry (a rank-0 tensor has no leg to
+    /// name its symmetry): what both structure fingerprints begin with.
+    pub(super) fn type_hash(&self) -> crate::hash::Fx {
         let mut h = crate::hash::Fx::default();
         h.write(crate::hash::type_tag::<T>());
         for k in self.symmetry.kinds() {
@@ -239,6 +237,15 @@ impl<T: crate::scalar::Scalar> super::DynTensor<T> {
                 crate::symmetry::ChargeKind::Zn(n) => *n as u64,
             });
         }
+        h
+    }
+
+    /// A fingerprint of what a plan's decisions depend on but not its sizes: element type,
+    /// symmetry, each leg's sector charges, kind and flow, the charge and the stored blocks'
+    /// keys; sector dimensions and layouts are left out. Two tensors whose sector dimensions
+    /// alone differ share it (a plan for one is a template for the other).
+    pub fn sector_fingerprint(&self) -> u64 {
+        let mut h = self.type_hash();
         h.write(self.legs.len() as u64);
         for l in &self.legs {
             h.write(l.flow.sign() as u64);

@@ -522,15 +522,7 @@ impl<T: Scalar> DynTensor<T> {
     /// keys and layouts. Equal structures give equal fingerprints; computed once per tensor.
     pub fn structure_fingerprint(&self) -> u64 {
         *self.fp.get_or_init(|| {
-            let mut h = crate::hash::Fx::default();
-            h.write(crate::hash::type_tag::<T>());
-            // the symmetry too: a rank-0 tensor has no leg to name it
-            for k in self.symmetry.kinds() {
-                h.write(match k {
-                    crate::symmetry::ChargeKind::U1 => u64::MAX,
-                    crate::symmetry::ChargeKind::Zn(n) => *n as u64,
-                });
-            }
+            let mut h = self.type_hash();
             h.write(self.legs.len() as u64);
             for l in &self.legs {
                 h.write(l.space.fingerprint());

@@ -32,14 +32,9 @@ pub(crate) fn take<T: Scalar>(len: usize) -> Vec<T> {
         })
         .min_by_key(|(_, s)| s.bytes)
         .map(|(i, _)| i);
-    match best {
-        Some(i) => *g
-            .swap_remove(i)
-            .buf
-            .downcast::<Vec<T>>()
-            .expect("checked type"),
-        None => Vec::new(),
-    }
+    // the filter checked the type: the downcast succeeds
+    best.and_then(|i| g.swap_remove(i).buf.downcast::<Vec<T>>().ok())
+        .map_or_else(Vec::new, |b| *b)
 }
 
 /// Returns a buffer for later calls (the smallest spare is dropped beyond [`KEEP`]).
