@@ -235,7 +235,18 @@ impl PlanCache {
             g.bytes -= o.bytes;
         }
         g.near.get_or_insert_with(HashMap::new).insert(near, key);
+        Self::prune_near(&mut g);
         Ok(plan)
+    }
+    /// Forgets templates whose plans were evicted, once they outnumber the plans held.
+    fn prune_near(g: &mut Lru) {
+        let held = g.map.as_ref().map_or(0, HashMap::len);
+        let Lru { map, near, .. } = g;
+        if let (Some(map), Some(near)) = (map.as_ref(), near.as_mut()) {
+            if near.len() > 2 * held + 64 {
+                near.retain(|_, k| map.contains_key(k));
+            }
+        }
     }
     /// Drops least recently used plans until `incoming` more bytes fit the capacity.
     fn evict(&self, g: &mut Lru, incoming: usize) {
