@@ -6,8 +6,9 @@
 //! - `owner`: which rank owns each block ([`OwnerMap`]: by sector, one rank, or the user's).
 //! - `place`: each step's placement and the messages it implies ([`place_step`]); pure, the
 //!   same on every rank, tested without MPI.
-//! - `comm` (feature `mpi`): [`Dist`] (a communicator with its measured message cost),
-//!   [`DistTensor`] (create, fill, scatter, gather) and the distributed contraction.
+//! - `comm` (feature `mpi`): `Dist` (a communicator with its measured message cost),
+//!   `DistTensor` (create, fill, scatter, gather) and the distributed contraction;
+//!   `transfer`: packing blocks into messages and one step's exchange.
 //!
 //! Each rank holds a distributed tensor's whole block structure and the values of the blocks
 //! it owns (and, during a step, of the blocks it receives): the ranks divide the work and the
