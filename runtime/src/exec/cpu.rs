@@ -104,15 +104,7 @@ pub fn run_step<T: Scalar>(
     mut times: Option<&mut Vec<f64>>,
 ) -> KernelCounts {
     let g = &sp.geometry;
-    assert!(
-        out.len() >= sp.out_len,
-        "output buffer shorter than the plan's output"
-    );
-    if accum == Accum::Replace {
-        for &bi in &sp.zero_blocks {
-            fill_block(out, &sp.out_layouts[bi as usize], T::zero());
-        }
-    }
+    prepare_output(sp, out, accum);
     let out = SharedMut(out.as_mut_ptr());
     let mut counts = KernelCounts::default();
     for gr in &sp.groups {
@@ -188,15 +180,7 @@ pub(crate) fn run_components<T: Scalar>(
     accum: Accum,
     keep: &[bool],
 ) -> KernelCounts {
-    assert!(
-        out.len() >= sp.out_len,
-        "output buffer shorter than the plan's output"
-    );
-    if accum == Accum::Replace {
-        for &bi in &sp.zero_blocks {
-            fill_block(out, &sp.out_layouts[bi as usize], T::zero());
-        }
-    }
+    prepare_output(sp, out, accum);
     let g = &sp.geometry;
     // only the blocks the kept groups read are transposed into the cache
     let mut read = [vec![false; a.num_blocks()], vec![false; b.num_blocks()]];
@@ -234,6 +218,20 @@ pub(crate) fn run_components<T: Scalar>(
     }
     super::pool::give(scratch);
     counts
+}
+
+/// Checks the output's length and, when the step overwrites it, zeroes the blocks no first
+/// writer overwrites (the plan's `zero_blocks`).
+fn prepare_output<T: Scalar>(sp: &StepPlan, out: &mut [T], accum: Accum) {
+    assert!(
+        out.len() >= sp.out_len,
+        "output buffer shorter than the plan's output"
+    );
+    if accum == Accum::Replace {
+        for &bi in &sp.zero_blocks {
+            fill_block(out, &sp.out_layouts[bi as usize], T::zero());
+        }
+    }
 }
 
 /// Sets every element of one block.
