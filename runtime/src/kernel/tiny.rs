@@ -82,7 +82,7 @@ unsafe fn rows_of_b<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawM
     for i in 0..m as isize {
         // SAFETY: rows i of C and p of B are inside their views (caller's guarantee).
         let crow = unsafe { std::slice::from_raw_parts_mut(c.offset(i * cs.rs), n) };
-        if !add {
+        if k == 0 && !add {
             crow.fill(T::zero());
         }
         for p in 0..k as isize {
@@ -90,8 +90,15 @@ unsafe fn rows_of_b<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawM
             let x = alpha * unsafe { *a.offset(i * ash.rs + p * ash.cs) };
             // SAFETY: row p of B (n contiguous elements, `bsh.cs == 1`) is inside its view.
             let brow = unsafe { std::slice::from_raw_parts(b.offset(p * bsh.rs), n) };
-            for (y, &z) in crow.iter_mut().zip(brow) {
-                *y += x * z;
+            // the first row overwrites C when C is not read (no zero-fill pass)
+            if p == 0 && !add {
+                for (y, &z) in crow.iter_mut().zip(brow) {
+                    *y = x * z;
+                }
+            } else {
+                for (y, &z) in crow.iter_mut().zip(brow) {
+                    *y += x * z;
+                }
             }
         }
     }
@@ -128,6 +135,82 @@ unsafe fn general<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawMat
             // SAFETY: as above, for `c`.
             let cij = unsafe { &mut *c.offset(i * cs.rs + j * cs.cs) };
             *cij = if add { *cij + alpha * acc } else { alpha * acc };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::MatShape;
+
+    /// Every path (thin B, row-major rows of B, general strides) against a plain triple loop,
+    /// overwriting a C full of garbage (NaN) and adding into one, including k = 0.
+    #[test]
+    fn tiny_paths_match_a_triple_loop() {
+        let shapes = [
+            (3, 4, 2),
+            (5, 9, 3),
+            (2, 40, 1),
+            (4, 17, 0),
+            (1, 1, 1),
+            (6, 2, 8),
+        ];
+        for &(m, n, k) in &shapes {
+            let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
+            let b: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();
+            let c0: Vec<f64> = (0..m * n).map(|i| i as f64 * 0.5).collect();
+            let alpha = 1.5;
+            // B row-major (rows_of_b / thin) and B column-major (general)
+            for b_col_major in [false, true] {
+                let (bdata, bsh) = if b_col_major {
+                    let mut t = vec![0.0; k * n];
+                    for p in 0..k {
+                        for j in 0..n {
+                            t[j * k + p] = b[p * n + j];
+                        }
+                    }
+                    (
+                        t,
+                        MatShape {
+                            m: k,
+                            rs: 1,
+                            n,
+                            cs: k as isize,
+                        },
+                    )
+                } else {
+                    (b.clone(), MatShape::row_major(k, n))
+                };
+                for add in [false, true] {
+                    let mut c = if add {
+                        c0.clone()
+                    } else {
+                        vec![f64::NAN; m * n]
+                    };
+                    // SAFETY: the views cover exactly the vectors above.
+                    unsafe {
+                        tiny_gemm(
+                            RawMatMut::new(c.as_mut_ptr(), MatShape::row_major(m, n)),
+                            if add { Accum::Add } else { Accum::Replace },
+                            RawMat::new(a.as_ptr(), MatShape::row_major(m, k)),
+                            RawMat::new(bdata.as_ptr(), bsh),
+                            alpha,
+                        )
+                    };
+                    for i in 0..m {
+                        for j in 0..n {
+                            let dot: f64 = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+                            let want = alpha * dot + if add { c0[i * n + j] } else { 0.0 };
+                            let got = c[i * n + j];
+                            assert!(
+                                (got - want).abs() < 1e-12,
+                                "{m}x{n}x{k} add {add} b col-major {b_col_major}: ({i},{j}) {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+            }
         }
     }
 }
