@@ -1,13 +1,12 @@
 //! The CPU executor: runs a step plan's groups with faer (sequential inside a group) and the
 //! tiny-GEMM kernel, packing where the plan says so, with rayon across hazard-free components.
 
-use super::pack::{gather, scatter};
 use crate::block::DynTensor;
 use crate::kernel::{gemm_par, tiny_gemm, tiny_wins, Accum, Par, RawMat, RawMatMut};
-use crate::plan::{Access, Group, GroupKind, KernelCounts, OperandPlan, Place, StepPlan};
+use crate::plan::{Access, Group, GroupKind, KernelCounts, Place, StepPlan};
 use crate::scalar::Scalar;
-use crate::step::{Geometry, Side};
-use crate::view::{for_each_pair, Layout, MatShape, MAX_RANK};
+use crate::step::Side;
+use crate::view::{for_each_pair, CopyMode, Layout, MatShape, MAX_RANK};
 use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
@@ -103,7 +102,6 @@ pub fn run_step<T: Scalar>(
     accum: Accum,
     mut times: Option<&mut Vec<f64>>,
 ) -> KernelCounts {
-    let g = &sp.geometry;
     prepare_output(sp, out, accum);
     let out = SharedMut(out.as_mut_ptr());
     let mut counts = KernelCounts::default();
@@ -126,8 +124,8 @@ pub fn run_step<T: Scalar>(
             _ => Par::Seq,
         },
         cache: [
-            fill_cache(a, sp.operand(Side::A), g, Side::A, None),
-            fill_cache(b, sp.operand(Side::B), g, Side::B, None),
+            fill_cache(a, sp, Side::A, None),
+            fill_cache(b, sp, Side::B, None),
         ],
     };
     let parallel = match how {
@@ -181,7 +179,6 @@ pub(crate) fn run_components<T: Scalar>(
     keep: &[bool],
 ) -> KernelCounts {
     prepare_output(sp, out, accum);
-    let g = &sp.geometry;
     // only the blocks the kept groups read are transposed into the cache
     let mut read = [vec![false; a.num_blocks()], vec![false; b.num_blocks()]];
     for (comp, _) in sp.components.iter().zip(keep).filter(|(_, &k)| k) {
@@ -200,8 +197,8 @@ pub(crate) fn run_components<T: Scalar>(
         accum,
         par: Par::Seq,
         cache: [
-            fill_cache(a, sp.operand(Side::A), g, Side::A, Some(&read[0])),
-            fill_cache(b, sp.operand(Side::B), g, Side::B, Some(&read[1])),
+            fill_cache(a, sp, Side::A, Some(&read[0])),
+            fill_cache(b, sp, Side::B, Some(&read[1])),
         ],
     };
     let out = SharedMut(out.as_mut_ptr());
@@ -231,6 +228,14 @@ fn prepare_output<T: Scalar>(sp: &StepPlan, out: &mut [T], accum: Accum) {
         for &bi in &sp.zero_blocks {
             fill_block(out, &sp.out_layouts[bi as usize], T::zero());
         }
+    }
+}
+
+/// How a write into the output goes: overwrite (BLAS beta = 0) or add.
+fn copy_mode<T: Scalar>(accum: Accum) -> CopyMode<T> {
+    match accum {
+        Accum::Replace => CopyMode::Set,
+        Accum::Add => CopyMode::AddScaled(T::one()),
     }
 }
 
@@ -273,30 +278,22 @@ struct Ctx<'a, T> {
 /// Transposes each cached block once, row-major `rows x cols`, at its slot.
 fn fill_cache<T: Scalar>(
     t: &DynTensor<T>,
-    op: &OperandPlan,
-    g: &Geometry,
+    sp: &StepPlan,
     side: Side,
     read: Option<&[bool]>,
 ) -> Vec<T> {
-    let (rows, cols) = g.mat_axes(side);
+    let op = sp.operand(side);
     let mut v = vec![T::zero(); op.cache_len];
     for (i, slot) in op.cache.iter().enumerate() {
         if read.is_some_and(|r| !r[i]) {
             continue;
         }
         if let Some(o) = slot {
-            let l = &t.blocks()[i].layout;
-            let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
-            // SAFETY: the slot holds the whole block (sized by the plan); the block is in `t`.
+            // SAFETY: the slot holds the whole block (sized by the plan); the block is in `t`;
+            // a cached block is one that needs a transpose, so it has a copy.
             unsafe {
-                gather(
-                    t.data().as_ptr(),
-                    l,
-                    rows,
-                    cols,
-                    v.as_mut_ptr().add(*o),
-                    nn as isize,
-                )
+                sp.packs
+                    .gather(op.block_pack[i], t.data().as_ptr(), v.as_mut_ptr().add(*o))
             };
         }
     }
@@ -317,12 +314,18 @@ impl<T: Scalar> Ctx<'_, T> {
         }
     }
 
-    /// One member's operand on `side`: its block in place, its cached transpose, or
-    /// transposed into `buf`.
+    /// One member's operand on `side` (a `rows x cols` matrix): its block in place, its
+    /// cached transpose, or transposed into `buf`.
     ///
     /// # Safety
     /// `buf` holds the block's elements when it needs a transpose.
-    unsafe fn member_operand(&self, side: Side, p: &Place, buf: *mut T) -> RawMat<T> {
+    unsafe fn member_operand(
+        &self,
+        side: Side,
+        p: &Place,
+        buf: *mut T,
+        (rows, cols): (usize, usize),
+    ) -> RawMat<T> {
         let t = self.ops[side.index()];
         let op = self.sp.operand(side);
         let i = p.block as usize;
@@ -331,18 +334,18 @@ impl<T: Scalar> Ctx<'_, T> {
             // SAFETY: the block's offset lies in the tensor's buffer.
             return RawMat::new(unsafe { t.data().as_ptr().add(op.offsets[i]) }, s).with_conj(conj);
         }
-        let (rows, cols) = self.sp.geometry.mat_axes(side);
-        let l = &t.blocks()[i].layout;
-        let mm: usize = rows.iter().map(|&r| l.dims[r]).product();
-        let nn: usize = cols.iter().map(|&c| l.dims[c]).product();
-        let shape = MatShape::row_major(mm, nn);
+        let shape = MatShape::row_major(rows, cols);
         if let Some(o) = op.cache.get(i).copied().flatten() {
             // SAFETY: the cache holds this block's transposed copy at `o`.
             let ptr = unsafe { self.cache[side.index()].as_ptr().add(o) };
             return RawMat::new(ptr, shape).with_conj(conj);
         }
-        // SAFETY: `buf` holds at least mm * nn elements (scratch sized by the group).
-        unsafe { gather(t.data().as_ptr(), l, rows, cols, buf, nn as isize) };
+        // SAFETY: `buf` holds at least rows * cols elements (scratch sized by the group).
+        unsafe {
+            self.sp
+                .packs
+                .gather(op.block_pack[i], t.data().as_ptr(), buf)
+        };
         RawMat::new(buf as *const T, shape).with_conj(conj)
     }
 
@@ -374,7 +377,6 @@ impl<T: Scalar> Ctx<'_, T> {
     /// Single, batched and grouped groups: one GEMM (or tiny kernel) per member.
     unsafe fn run_members(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
         let sp = self.sp;
-        let g = &sp.geometry;
         let (m, n, k) = (gr.m, gr.n, gr.k);
         // every scratch element used is written before it is read: no zeroing
         let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
@@ -392,12 +394,13 @@ impl<T: Scalar> Ctx<'_, T> {
         let members = gr.a.iter().zip(&gr.b).zip(&gr.c).zip(&gr.c_first);
         for ((((pa, pb), pc), &first), &pi) in members.zip(&gr.pairs) {
             // each member's own shape (grouped members differ; the scratch fits the largest)
-            let (m, n) = (sp.pairs[pi as usize].m, sp.pairs[pi as usize].n);
+            let pr = &sp.pairs[pi as usize];
+            let (m, n, k) = (pr.m, pr.n, pr.k);
             // SAFETY: block offsets and views come from the operands' own layouts; the
             // scratch regions fit the largest member.
             unsafe {
-                let am = self.member_operand(Side::A, pa, sa.as_mut_ptr());
-                let bm = self.member_operand(Side::B, pb, sb.as_mut_ptr());
+                let am = self.member_operand(Side::A, pa, sa.as_mut_ptr(), (m, k));
+                let bm = self.member_operand(Side::B, pb, sb.as_mut_ptr(), (k, n));
                 let cl = &sp.out_layouts[pc.block as usize];
                 let (cm, accum) = match sp.c_mats[pc.block as usize] {
                     Some(s) => (RawMatMut::new(out.add(cl.offset), s), self.accum_of(first)),
@@ -412,15 +415,9 @@ impl<T: Scalar> Ctx<'_, T> {
                     self.gemm(cm, accum, am, bm);
                 }
                 if sp.c_mats[pc.block as usize].is_none() {
-                    let mode = self.accum_of(first);
-                    scatter(
-                        sc.as_ptr(),
-                        n as isize,
-                        cl,
-                        (&g.c_rows, &g.c_cols),
-                        out,
-                        mode,
-                    );
+                    let mode = copy_mode(self.accum_of(first));
+                    sp.packs
+                        .scatter(sp.c_pack[pc.block as usize], sc.as_ptr(), out, mode);
                 }
             }
         }
@@ -444,14 +441,14 @@ impl<T: Scalar> Ctx<'_, T> {
             // SAFETY: the plan's base offset lies in the tensor's buffer.
             Access::Direct(s, base) => RawMat::new(unsafe { t.data().as_ptr().add(base) }, s),
             Access::Packed => {
-                let (rows, cols) = self.sp.geometry.mat_axes(side);
-                for p in gr.places(side) {
-                    // SAFETY: forwarded from the caller.
+                let first = gr.packs[side.index()];
+                for i in 0..gr.places(side).len() as u32 {
+                    // SAFETY: forwarded from the caller: the copies address the places.
                     unsafe {
-                        let dst = buf.as_mut_ptr().add(p.row * c + p.col);
-                        let l = &t.blocks()[p.block as usize].layout;
-                        gather(t.data().as_ptr(), l, rows, cols, dst, c as isize);
-                    }
+                        self.sp
+                            .packs
+                            .gather(first + i, t.data().as_ptr(), buf.as_mut_ptr())
+                    };
                 }
                 RawMat::new(buf.as_ptr(), MatShape::row_major(r, c))
             }
@@ -461,7 +458,6 @@ impl<T: Scalar> Ctx<'_, T> {
 
     /// Free-axis, contraction-axis and rectangle groups: one GEMM over the whole group.
     unsafe fn run_concat(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
-        let g = &self.sp.geometry;
         let (m, n, k) = (gr.m, gr.n, gr.k);
         let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
         let (la, lb, lc) = (
@@ -489,11 +485,10 @@ impl<T: Scalar> Ctx<'_, T> {
                 Access::Packed => {
                     let cm = RawMatMut::new(sc.as_mut_ptr(), MatShape::row_major(m, n));
                     self.gemm(cm, Accum::Replace, am, bm);
-                    for (p, &first) in gr.c.iter().zip(&gr.c_first) {
-                        let src = sc.as_ptr().add(p.row * n + p.col);
-                        let l = &self.sp.out_layouts[p.block as usize];
-                        let axes = (g.c_rows.as_slice(), g.c_cols.as_slice());
-                        scatter(src, n as isize, l, axes, out, self.accum_of(first));
+                    for (i, &first) in gr.c_first.iter().enumerate() {
+                        let mode = copy_mode(self.accum_of(first));
+                        let op = gr.packs[2] + i as u32;
+                        self.sp.packs.scatter(op, sc.as_ptr(), out, mode);
                     }
                 }
             }

@@ -11,7 +11,6 @@ pub mod cuda;
 pub mod cuda;
 pub mod dense;
 pub mod device;
-mod pack;
 pub(crate) mod pool;
 
 pub use pool::release_buffers;

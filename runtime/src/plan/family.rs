@@ -214,5 +214,6 @@ pub(super) fn concat_group(sp: &StepPlan, ks: &Keys, ps: &[u32], kind: GroupKind
         packed_elems: 0,
         predicted_s: 0.0,
         uncoalesced_s: 0.0,
+        packs: [u32::MAX; 3],
     }
 }

@@ -125,6 +125,10 @@ pub struct Group {
     pub predicted_s: f64,
     /// Predicted time of its pairs as separate GEMMs, seconds.
     pub uncoalesced_s: f64,
+    /// Concatenating kinds: where the precomputed copies of the packed operands (A, B) and
+    /// of the packed output start in the step's [`Packs`](crate::view::Packs), one per place
+    /// in order; `u32::MAX` for an operand reached in place (and for member kinds).
+    pub packs: [u32; 3],
 }
 
 impl Group {

@@ -3,7 +3,9 @@
 
 use super::group::{Access, Group, GroupKind, Place};
 use super::step::StepPlan;
+use crate::block::Block;
 use crate::hash::FxMap;
+use crate::step::Side;
 use crate::view::{mat_shape, Layout, MatShape};
 
 /// Output layout: the blocks of each rectangle or free-axis group that is their only writer
@@ -79,6 +81,60 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
         .iter()
         .map(|l| mat_shape(l, &g.c_rows, &g.c_cols))
         .collect();
+}
+
+/// Works out every copy the step makes between a block and a packed matrix (see
+/// [`crate::view::Packs`]): per operand block and per output block that is not one strided
+/// matrix, its copy into a row-major matrix of its own (members, the transpose cache); per
+/// packed operand or output of a concatenating group, one copy per place.
+pub(super) fn assign_packs(sp: &mut StepPlan, groups: &mut [Group], blocks: [&[Block]; 2]) {
+    let mut packs = crate::view::Packs::default();
+    let g = &sp.geometry;
+    let own_rs =
+        |l: &Layout, cols: &[usize]| cols.iter().map(|&c| l.dims[c]).product::<usize>() as isize;
+    for side in Side::BOTH {
+        let axes = g.mat_axes(side);
+        let op = &mut sp.operands[side.index()];
+        op.block_pack = blocks[side.index()]
+            .iter()
+            .zip(&op.mats)
+            .map(|(b, m)| match m {
+                Some(_) => u32::MAX,
+                None => packs.push(&b.layout, axes, own_rs(&b.layout, axes.1), 0),
+            })
+            .collect();
+    }
+    let c_axes = (g.c_rows.as_slice(), g.c_cols.as_slice());
+    sp.c_pack = sp
+        .out_layouts
+        .iter()
+        .zip(&sp.c_mats)
+        .map(|(l, m)| match m {
+            Some(_) => u32::MAX,
+            None => packs.push(l, c_axes, own_rs(l, c_axes.1), 0),
+        })
+        .collect();
+    for gr in groups.iter_mut().filter(|gr| !gr.is_members()) {
+        for side in Side::BOTH {
+            if !gr.access(side).is_packed() {
+                continue;
+            }
+            let rs = if side == Side::A { gr.k } else { gr.n };
+            gr.packs[side.index()] = packs.ops.len() as u32;
+            for p in gr.places(side) {
+                let l = &blocks[side.index()][p.block as usize].layout;
+                packs.push(l, g.mat_axes(side), rs as isize, p.row * rs + p.col);
+            }
+        }
+        if gr.c_access.is_packed() {
+            gr.packs[2] = packs.ops.len() as u32;
+            for p in &gr.c {
+                let l = &sp.out_layouts[p.block as usize];
+                packs.push(l, c_axes, gr.n as isize, p.row * gr.n + p.col);
+            }
+        }
+    }
+    sp.packs = packs;
 }
 
 /// Zero-copy access when the placed blocks already form one strided matrix.

@@ -121,5 +121,6 @@ fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
         packed_elems: 0,
         predicted_s: 0.0,
         uncoalesced_s: 0.0,
+        packs: [u32::MAX; 3],
     }
 }

@@ -127,6 +127,12 @@ impl Plan {
             }
             b += p.components.iter().map(|c| c.len() * 4 + 24).sum::<usize>();
             b += p.zero_blocks.len() * 4;
+            b += p.packs.approx_bytes() + p.c_pack.len() * 4;
+            b += p
+                .operands
+                .iter()
+                .map(|o| o.block_pack.len() * 4)
+                .sum::<usize>();
         }
         b
     }

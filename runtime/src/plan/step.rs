@@ -4,7 +4,7 @@
 
 use super::family::{choose_family, concat_group, family_kind};
 use super::group::Group;
-use super::layout::{assign_output_layout, components, first_writes, scratch_of};
+use super::layout::{assign_output_layout, assign_packs, components, first_writes, scratch_of};
 use super::members::batch_singles;
 use super::options::PlanOptions;
 use super::price::finalize;
@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::hash::{FxMap, InlineKey};
 use crate::scalar::{Conj, Scalar};
 use crate::step::{enumerate, geometry, Geometry, PairGemm, PairList, Side, StepDesc};
-use crate::view::{mat_shape, Layout, MatShape};
+use crate::view::{mat_shape, Layout, MatShape, Packs};
 use std::sync::Arc;
 
 /// The plan of one pairwise step.
@@ -47,6 +47,11 @@ pub struct StepPlan {
     pub zero_blocks: Vec<u32>,
     /// The output's blocks and layouts, shared by every output this plan makes.
     pub out_index: Arc<BlockIndex>,
+    /// Every copy between a block and a packed matrix the step makes, worked out here.
+    pub packs: Packs,
+    /// Per output block: its copy from a member's packed result (`u32::MAX`: written in
+    /// place).
+    pub c_pack: Vec<u32>,
 }
 
 /// One operand of a step, as the plan sees its blocks.
@@ -61,6 +66,9 @@ pub struct OperandPlan {
     pub cache: Vec<Option<usize>>,
     /// The cache's length.
     pub cache_len: usize,
+    /// Per block: its copy into a row-major matrix of its own (members and the transpose
+    /// cache) in the step's [`Packs`]; `u32::MAX` for a block used in place.
+    pub block_pack: Vec<u32>,
 }
 
 impl OperandPlan {
@@ -75,6 +83,7 @@ impl OperandPlan {
             offsets: t.blocks().iter().map(|x| x.layout.offset).collect(),
             cache: Vec::new(),
             cache_len: 0,
+            block_pack: Vec::new(),
         }
     }
 }
@@ -220,9 +229,11 @@ pub(crate) fn plan_step_like<T: Scalar>(
         scratch_elems: 0,
         out_index: Arc::new(BlockIndex::new(Vec::new())),
         zero_blocks: Vec::new(),
+        packs: Packs::default(),
+        c_pack: Vec::new(),
     };
     let model = opts.model;
-    let mut groups = match template.and_then(|t| regroup(&sp, &ks, t, opts)) {
+    let groups = match template.and_then(|t| regroup(&sp, &ks, t, opts)) {
         Some(groups) => groups,
         None => group_pairs(&sp, &ks, opts),
     };
@@ -239,9 +250,22 @@ pub(crate) fn plan_step_like<T: Scalar>(
                 .collect();
         }
     }
+    finish(&mut sp, groups, &model, [a, b]);
+    Ok(Some(sp))
+}
+
+/// Completes a step once its groups and output layout are fixed: prices and accesses, first
+/// writes, hazard-free components, scratch, the transpose cache, the precomputed copies and
+/// the shared output index.
+fn finish<T: Scalar>(
+    sp: &mut StepPlan,
+    mut groups: Vec<Group>,
+    model: &super::cost::CostModel,
+    [a, b]: [&DynTensor<T>; 2],
+) {
     let c_off: Vec<usize> = sp.out_layouts.iter().map(|l| l.offset).collect();
     for gr in &mut groups {
-        finalize(&sp, gr, &model, &c_off);
+        finalize(sp, gr, model, &c_off);
     }
     sp.zero_blocks = first_writes(&mut groups, sp.out_keys.len());
     sp.components = components(&groups, sp.out_keys.len());
@@ -249,6 +273,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
     for (side, t) in [(Side::A, a), (Side::B, b)] {
         transpose_cache(&groups, &mut sp.operands[side.index()], t, side);
     }
+    assign_packs(sp, &mut groups, [a.blocks(), b.blocks()]);
     sp.groups = groups;
     sp.out_index = Arc::new(BlockIndex::new(
         sp.out_keys
@@ -260,7 +285,6 @@ pub(crate) fn plan_step_like<T: Scalar>(
             })
             .collect(),
     ));
-    Ok(Some(sp))
 }
 
 /// Points the pairs at the target's blocks (writing in place into `t`); false when `t` lacks

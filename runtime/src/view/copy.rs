@@ -119,41 +119,66 @@ pub unsafe fn strided_copy<T: Scalar>(
         &ax.dims[..n],
         &ax.src[..n],
         &ax.dst[..n],
-        |so, dof, n, ss, ds| {
-            // SAFETY: the caller guarantees every addressed element is valid. Rows are
-            // walked by slices (contiguous) or wrapping pointer steps (strided): no
-            // per-element overflow or precondition checks, so the loop is the same tight loop
-            // when a user's build turns on overflow checks and debug assertions.
-            unsafe {
-                let s = src.wrapping_offset(so);
-                let d = dst.wrapping_offset(dof);
-                if ss == 1 && ds == 1 {
-                    let sv = std::slice::from_raw_parts(s, n);
-                    let dv = std::slice::from_raw_parts_mut(d, n);
-                    match mode {
-                        // a library memcpy costs a call: only worth it for long rows
-                        CopyMode::Set if n >= 32 => dv.copy_from_slice(sv),
-                        CopyMode::Set => dv.iter_mut().zip(sv).for_each(|(x, &y)| *x = y),
-                        CopyMode::Conj => dv.iter_mut().zip(sv).for_each(|(x, y)| *x = y.conj()),
-                        CopyMode::AddScaled(alpha) => {
-                            dv.iter_mut().zip(sv).for_each(|(x, &y)| *x += alpha * y)
-                        }
-                    }
-                    return;
-                }
-                let (mut s, mut d) = (s, d);
-                for _ in 0..n {
-                    match mode {
-                        CopyMode::Set => *d = *s,
-                        CopyMode::Conj => *d = (*s).conj(),
-                        CopyMode::AddScaled(alpha) => *d += alpha * *s,
-                    }
-                    s = s.wrapping_offset(ss);
-                    d = d.wrapping_offset(ds);
-                }
-            }
+        // SAFETY: the caller guarantees every addressed element is valid.
+        |so, dof, n, ss, ds| unsafe {
+            copy_row(
+                src.wrapping_offset(so),
+                ss,
+                dst.wrapping_offset(dof),
+                ds,
+                n,
+                mode,
+            )
         },
     );
+}
+
+/// One row of a strided copy: `n` elements from `s` (stride `ss`) to `d` (stride `ds`).
+///
+/// # Safety
+/// Every addressed element is valid; the rows do not overlap.
+#[inline(always)]
+pub(super) unsafe fn copy_row<T: Scalar>(
+    s: *const T,
+    ss: isize,
+    d: *mut T,
+    ds: isize,
+    n: usize,
+    mode: CopyMode<T>,
+) {
+    // Rows are walked by slices (contiguous) or wrapping pointer steps (strided): no
+    // per-element overflow or precondition checks, so the loop is the same tight loop when a
+    // user's build turns on overflow checks and debug assertions.
+    if ss == 1 && ds == 1 {
+        // SAFETY: the caller vouches for both rows.
+        let (sv, dv) = unsafe {
+            (
+                std::slice::from_raw_parts(s, n),
+                std::slice::from_raw_parts_mut(d, n),
+            )
+        };
+        match mode {
+            // a library memcpy costs a call: only worth it for long rows
+            CopyMode::Set if n >= 32 => dv.copy_from_slice(sv),
+            CopyMode::Set => dv.iter_mut().zip(sv).for_each(|(x, &y)| *x = y),
+            CopyMode::Conj => dv.iter_mut().zip(sv).for_each(|(x, y)| *x = y.conj()),
+            CopyMode::AddScaled(alpha) => dv.iter_mut().zip(sv).for_each(|(x, &y)| *x += alpha * y),
+        }
+        return;
+    }
+    let (mut s, mut d) = (s, d);
+    for _ in 0..n {
+        // SAFETY: as above.
+        unsafe {
+            match mode {
+                CopyMode::Set => *d = *s,
+                CopyMode::Conj => *d = (*s).conj(),
+                CopyMode::AddScaled(alpha) => *d += alpha * *s,
+            }
+        }
+        s = s.wrapping_offset(ss);
+        d = d.wrapping_offset(ds);
+    }
 }
 
 /// What [`strided_copy`] does per element.

@@ -9,9 +9,11 @@
 
 mod copy;
 mod mat;
+mod pack;
 
 pub use copy::{for_each_pair, strided_copy, Axes, CopyMode};
 pub use mat::{mat_shape, MatShape};
+pub use pack::{PackAxis, PackOp, Packs};
 
 /// Axes stored inline up to this rank (beyond it, on the heap).
 const INLINE_AXES: usize = 6;

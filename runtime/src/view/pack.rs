@@ -1,0 +1,258 @@
+//! Copies between a block and a GEMM-ready row-major matrix, worked out once when a step is
+//! planned: the block's axes put in matrix order (rows, then columns), its strides and the
+//! matrix's, simplified, kept in one flat list per step. Running one reads a few contiguous
+//! entries instead of the block's layout (which, among thousands of blocks, misses the cache).
+
+use super::copy::{copy_row, Axes, CopyMode};
+use super::{Layout, MAX_RANK};
+use crate::scalar::Scalar;
+
+/// One axis of a precomputed copy: its extent, its stride in the block and in the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackAxis {
+    /// Extent.
+    pub dim: usize,
+    /// Stride in the block (the tensor's buffer).
+    pub block: isize,
+    /// Stride in the matrix.
+    pub mat: isize,
+}
+
+/// One precomputed copy between a block and a matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackOp {
+    /// The block's offset in its tensor's buffer.
+    pub block_off: usize,
+    /// The block's first element's offset in the matrix.
+    pub mat_off: usize,
+    /// Its axes: `axes[start..start + len]` of the step's [`Packs`].
+    pub start: u32,
+    /// Number of axes (after simplification).
+    pub len: u32,
+}
+
+/// A step's precomputed copies.
+#[derive(Debug, Clone, Default)]
+pub struct Packs {
+    /// Every copy's axes, one after another.
+    pub axes: Vec<PackAxis>,
+    /// The copies.
+    pub ops: Vec<PackOp>,
+}
+
+impl Packs {
+    /// Adds the copy of block `l` (its `rows` then `cols` axes) to a matrix of row stride `rs`
+    /// at `mat_off`; returns its index.
+    pub fn push(
+        &mut self,
+        l: &Layout,
+        (rows, cols): (&[usize], &[usize]),
+        rs: isize,
+        mat_off: usize,
+    ) -> u32 {
+        let mut dims = [0usize; MAX_RANK];
+        let mut own = [0isize; MAX_RANK];
+        let mut mat = [0isize; MAX_RANK];
+        let nr = rows.len();
+        let n = nr + cols.len();
+        let mut acc = rs;
+        for j in (0..nr).rev() {
+            let ax = rows[j];
+            dims[j] = l.dims[ax];
+            own[j] = l.strides[ax];
+            mat[j] = acc;
+            acc *= l.dims[ax] as isize;
+        }
+        let mut acc = 1isize;
+        for j in (0..cols.len()).rev() {
+            let ax = cols[j];
+            dims[nr + j] = l.dims[ax];
+            own[nr + j] = l.strides[ax];
+            mat[nr + j] = acc;
+            acc *= l.dims[ax] as isize;
+        }
+        let start = self.axes.len() as u32;
+        let empty = dims[..n].contains(&0);
+        let ax = Axes::simplified(&dims[..n], &own[..n], &mat[..n]);
+        if !empty {
+            for i in 0..ax.len {
+                self.axes.push(PackAxis {
+                    dim: ax.dims[i],
+                    block: ax.src[i],
+                    mat: ax.dst[i],
+                });
+            }
+        }
+        self.ops.push(PackOp {
+            block_off: l.offset,
+            mat_off,
+            start,
+            // an empty block copies nothing: marked by u32::MAX
+            len: if empty { u32::MAX } else { ax.len as u32 },
+        });
+        (self.ops.len() - 1) as u32
+    }
+
+    /// Approximate memory held, in bytes.
+    pub fn approx_bytes(&self) -> usize {
+        self.axes.len() * std::mem::size_of::<PackAxis>()
+            + self.ops.len() * std::mem::size_of::<PackOp>()
+    }
+
+    /// The live axes of copy `op` and its two origins; None for an empty block.
+    #[inline]
+    fn op(&self, op: u32) -> Option<(&[PackAxis], usize, usize)> {
+        let op = self.ops[op as usize];
+        (op.len != u32::MAX).then(|| {
+            let axes = &self.axes[op.start as usize..(op.start + op.len) as usize];
+            (axes, op.block_off, op.mat_off)
+        })
+    }
+
+    /// Copies block `op` from the tensor buffer at `block` into the matrix at `mat`.
+    ///
+    /// # Safety
+    /// Both buffers hold every element the copy addresses; they do not overlap.
+    #[inline]
+    pub unsafe fn gather<T: Scalar>(&self, op: u32, block: *const T, mat: *mut T) {
+        let Some((axes, bo, mo)) = self.op(op) else {
+            return;
+        };
+        let (b, m) = (block.wrapping_add(bo), mat.wrapping_add(mo));
+        walk(axes, |bo, mo, n, bs, ms| {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                copy_row(
+                    b.wrapping_offset(bo),
+                    bs,
+                    m.wrapping_offset(mo),
+                    ms,
+                    n,
+                    CopyMode::Set,
+                )
+            }
+        })
+    }
+
+    /// Writes (`CopyMode::Set`) or adds (`CopyMode::AddScaled`) the matrix at `mat` into block
+    /// `op` of the tensor buffer at `block`.
+    ///
+    /// # Safety
+    /// As [`Packs::gather`].
+    #[inline]
+    pub unsafe fn scatter<T: Scalar>(
+        &self,
+        op: u32,
+        mat: *const T,
+        block: *mut T,
+        mode: CopyMode<T>,
+    ) {
+        let Some((axes, bo, mo)) = self.op(op) else {
+            return;
+        };
+        let (b, m) = (block.wrapping_add(bo), mat.wrapping_add(mo));
+        walk(axes, |bo, mo, n, bs, ms| {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                copy_row(
+                    m.wrapping_offset(mo),
+                    ms,
+                    b.wrapping_offset(bo),
+                    bs,
+                    n,
+                    mode,
+                )
+            }
+        })
+    }
+}
+
+/// Calls `f(block_offset, matrix_offset, inner_len, inner_block_stride, inner_matrix_stride)`
+/// once per innermost row of a copy's axes.
+#[inline]
+fn walk(axes: &[PackAxis], mut f: impl FnMut(isize, isize, usize, isize, isize)) {
+    let r = axes.len();
+    if r == 0 {
+        f(0, 0, 1, 0, 0);
+        return;
+    }
+    let inner = axes[r - 1];
+    let mut idx = [0usize; MAX_RANK];
+    let (mut bo, mut mo) = (0isize, 0isize);
+    loop {
+        f(bo, mo, inner.dim, inner.block, inner.mat);
+        let mut k = r - 1;
+        loop {
+            if k == 0 {
+                return;
+            }
+            k -= 1;
+            idx[k] += 1;
+            bo = bo.wrapping_add(axes[k].block);
+            mo = mo.wrapping_add(axes[k].mat);
+            if idx[k] < axes[k].dim {
+                break;
+            }
+            bo = bo.wrapping_sub(axes[k].block.wrapping_mul(axes[k].dim as isize));
+            mo = mo.wrapping_sub(axes[k].mat.wrapping_mul(axes[k].dim as isize));
+            idx[k] = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A packed copy there and back equals the strided copy it replaces, for blocks with
+    /// permuted, unit and empty axes.
+    #[test]
+    fn packs_match_strided_copies() {
+        let cases: [(&[usize], &[usize], &[usize]); 4] = [
+            (&[3, 4, 5], &[2, 0], &[1]),
+            (&[2, 1, 6, 3], &[1, 3], &[0, 2]),
+            (&[4, 0, 2], &[0], &[1, 2]),
+            (&[7], &[], &[0]),
+        ];
+        for (dims, rows, cols) in cases {
+            let l = Layout::row_major(dims, 3);
+            let len: usize = dims.iter().product();
+            let src: Vec<f64> = (0..len + 3).map(|i| i as f64).collect();
+            let nn: usize = cols.iter().map(|&c| dims[c]).product();
+            let mm: usize = rows.iter().map(|&r| dims[r]).product();
+            let mut packs = Packs::default();
+            let i = packs.push(&l, (rows, cols), nn as isize + 2, 1);
+            let mut mat = vec![-1.0; 1 + mm * (nn + 2)];
+            // SAFETY: the buffers hold the block and the matrix.
+            unsafe { packs.gather(i, src.as_ptr(), mat.as_mut_ptr()) };
+            // element (r, c) of the matrix is the block element at the row-major multi-index
+            for r in 0..mm {
+                for c in 0..nn {
+                    let mut idx = vec![0usize; dims.len()];
+                    let (mut rr, mut cc) = (r, c);
+                    for &a in rows.iter().rev() {
+                        idx[a] = rr % dims[a];
+                        rr /= dims[a];
+                    }
+                    for &a in cols.iter().rev() {
+                        idx[a] = cc % dims[a];
+                        cc /= dims[a];
+                    }
+                    let off: usize = 3 + idx
+                        .iter()
+                        .zip(l.strides.iter())
+                        .map(|(&i, &s)| i * s as usize)
+                        .sum::<usize>();
+                    assert_eq!(mat[1 + r * (nn + 2) + c], src[off], "{dims:?} ({r}, {c})");
+                }
+            }
+            // and back, adding
+            let mut back = vec![0.0; len + 3];
+            // SAFETY: as above.
+            unsafe { packs.scatter(i, mat.as_ptr(), back.as_mut_ptr(), CopyMode::AddScaled(2.0)) };
+            for j in 3..len + 3 {
+                assert_eq!(back[j], 2.0 * src[j]);
+            }
+        }
+    }
+}
