@@ -3,20 +3,9 @@
 //! matrix's, simplified, kept in one flat list per step. Running one reads a few contiguous
 //! entries instead of the block's layout (which, among thousands of blocks, misses the cache).
 
-use super::copy::{copy_row, Axes, CopyMode};
+use super::copy::{copy_row, for_each_pair, Axes, CopyMode};
 use super::{Layout, MAX_RANK};
 use crate::scalar::Scalar;
-
-/// One axis of a precomputed copy: its extent, its stride in the block and in the matrix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PackAxis {
-    /// Extent.
-    pub dim: usize,
-    /// Stride in the block (the tensor's buffer).
-    pub block: isize,
-    /// Stride in the matrix.
-    pub mat: isize,
-}
 
 /// One precomputed copy between a block and a matrix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +14,7 @@ pub struct PackOp {
     pub block_off: usize,
     /// The block's first element's offset in the matrix.
     pub mat_off: usize,
-    /// Its axes: `axes[start..start + len]` of the step's [`Packs`].
+    /// Its axes: entries `start..start + len` of the step's [`Packs`].
     pub start: u32,
     /// Number of axes (after simplification).
     pub len: u32,
@@ -34,8 +23,12 @@ pub struct PackOp {
 /// A step's precomputed copies.
 #[derive(Debug, Clone, Default)]
 pub struct Packs {
-    /// Every copy's axes, one after another.
-    pub axes: Vec<PackAxis>,
+    /// Every copy's axis extents, one copy after another.
+    pub dims: Vec<usize>,
+    /// The axes' strides in the block (the tensor's buffer).
+    pub block_strides: Vec<isize>,
+    /// The axes' strides in the matrix.
+    pub mat_strides: Vec<isize>,
     /// The copies.
     pub ops: Vec<PackOp>,
 }
@@ -71,17 +64,13 @@ impl Packs {
             mat[nr + j] = acc;
             acc *= l.dims[ax] as isize;
         }
-        let start = self.axes.len() as u32;
+        let start = self.dims.len() as u32;
         let empty = dims[..n].contains(&0);
         let ax = Axes::simplified(&dims[..n], &own[..n], &mat[..n]);
         if !empty {
-            for i in 0..ax.len {
-                self.axes.push(PackAxis {
-                    dim: ax.dims[i],
-                    block: ax.src[i],
-                    mat: ax.dst[i],
-                });
-            }
+            self.dims.extend_from_slice(&ax.dims[..ax.len]);
+            self.block_strides.extend_from_slice(&ax.src[..ax.len]);
+            self.mat_strides.extend_from_slice(&ax.dst[..ax.len]);
         }
         self.ops.push(PackOp {
             block_off: l.offset,
@@ -95,18 +84,27 @@ impl Packs {
 
     /// Approximate memory held, in bytes.
     pub fn approx_bytes(&self) -> usize {
-        self.axes.len() * std::mem::size_of::<PackAxis>()
-            + self.ops.len() * std::mem::size_of::<PackOp>()
+        self.dims.len() * 24 + self.ops.len() * std::mem::size_of::<PackOp>()
     }
 
-    /// The live axes of copy `op` and its two origins; None for an empty block.
+    /// Calls `f(block_offset, matrix_offset, len, block_stride, matrix_stride)` once per
+    /// innermost row of copy `op` (offsets from the block's and the matrix's origins in their
+    /// buffers); nothing for an empty block.
     #[inline]
-    fn op(&self, op: u32) -> Option<(&[PackAxis], usize, usize)> {
+    fn rows(&self, op: u32, f: impl FnMut(isize, isize, usize, isize, isize)) {
         let op = self.ops[op as usize];
-        (op.len != u32::MAX).then(|| {
-            let axes = &self.axes[op.start as usize..(op.start + op.len) as usize];
-            (axes, op.block_off, op.mat_off)
-        })
+        if op.len == u32::MAX {
+            return;
+        }
+        let r = op.start as usize..(op.start + op.len) as usize;
+        let (bo, mo) = (op.block_off as isize, op.mat_off as isize);
+        let mut f = f;
+        for_each_pair(
+            &self.dims[r.clone()],
+            &self.block_strides[r.clone()],
+            &self.mat_strides[r],
+            |b, m, n, bs, ms| f(bo + b, mo + m, n, bs, ms),
+        );
     }
 
     /// Copies block `op` from the tensor buffer at `block` into the matrix at `mat`.
@@ -115,22 +113,10 @@ impl Packs {
     /// Both buffers hold every element the copy addresses; they do not overlap.
     #[inline]
     pub unsafe fn gather<T: Scalar>(&self, op: u32, block: *const T, mat: *mut T) {
-        let Some((axes, bo, mo)) = self.op(op) else {
-            return;
-        };
-        let (b, m) = (block.wrapping_add(bo), mat.wrapping_add(mo));
-        walk(axes, |bo, mo, n, bs, ms| {
+        self.rows(op, |bo, mo, n, bs, ms| {
+            let (b, m) = (block.wrapping_offset(bo), mat.wrapping_offset(mo));
             // SAFETY: forwarded from the caller.
-            unsafe {
-                copy_row(
-                    b.wrapping_offset(bo),
-                    bs,
-                    m.wrapping_offset(mo),
-                    ms,
-                    n,
-                    CopyMode::Set,
-                )
-            }
+            unsafe { copy_row(b, bs, m, ms, n, CopyMode::Set) }
         })
     }
 
@@ -147,56 +133,11 @@ impl Packs {
         block: *mut T,
         mode: CopyMode<T>,
     ) {
-        let Some((axes, bo, mo)) = self.op(op) else {
-            return;
-        };
-        let (b, m) = (block.wrapping_add(bo), mat.wrapping_add(mo));
-        walk(axes, |bo, mo, n, bs, ms| {
+        self.rows(op, |bo, mo, n, bs, ms| {
+            let (b, m) = (block.wrapping_offset(bo), mat.wrapping_offset(mo));
             // SAFETY: forwarded from the caller.
-            unsafe {
-                copy_row(
-                    m.wrapping_offset(mo),
-                    ms,
-                    b.wrapping_offset(bo),
-                    bs,
-                    n,
-                    mode,
-                )
-            }
+            unsafe { copy_row(m, ms, b, bs, n, mode) }
         })
-    }
-}
-
-/// Calls `f(block_offset, matrix_offset, inner_len, inner_block_stride, inner_matrix_stride)`
-/// once per innermost row of a copy's axes.
-#[inline]
-fn walk(axes: &[PackAxis], mut f: impl FnMut(isize, isize, usize, isize, isize)) {
-    let r = axes.len();
-    if r == 0 {
-        f(0, 0, 1, 0, 0);
-        return;
-    }
-    let inner = axes[r - 1];
-    let mut idx = [0usize; MAX_RANK];
-    let (mut bo, mut mo) = (0isize, 0isize);
-    loop {
-        f(bo, mo, inner.dim, inner.block, inner.mat);
-        let mut k = r - 1;
-        loop {
-            if k == 0 {
-                return;
-            }
-            k -= 1;
-            idx[k] += 1;
-            bo = bo.wrapping_add(axes[k].block);
-            mo = mo.wrapping_add(axes[k].mat);
-            if idx[k] < axes[k].dim {
-                break;
-            }
-            bo = bo.wrapping_sub(axes[k].block.wrapping_mul(axes[k].dim as isize));
-            mo = mo.wrapping_sub(axes[k].mat.wrapping_mul(axes[k].dim as isize));
-            idx[k] = 0;
-        }
     }
 }
 
