@@ -1,6 +1,6 @@
 //! Copies between a block and a GEMM-ready row-major matrix, worked out once when a step is
 //! planned: the block's axes put in matrix order (rows, then columns), its strides and the
-//! matrix's, simplified, kept in one flat list per step. Running one reads a few contiguous
+//! matrix's, simplified, kept in flat lists per step. Running one reads a few contiguous
 //! entries instead of the block's layout (which, among thousands of blocks, misses the cache).
 
 use super::copy::{copy_row, for_each_pair, Axes, CopyMode};
@@ -88,8 +88,8 @@ impl Packs {
     }
 
     /// Calls `f(block_offset, matrix_offset, len, block_stride, matrix_stride)` once per
-    /// innermost row of copy `op` (offsets from the block's and the matrix's origins in their
-    /// buffers); nothing for an empty block.
+    /// innermost row of copy `op` (offsets from the origins of the tensor's buffer and of the
+    /// matrix); nothing for an empty block.
     #[inline]
     fn rows(&self, op: u32, f: impl FnMut(isize, isize, usize, isize, isize)) {
         let op = self.ops[op as usize];
