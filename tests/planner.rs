@@ -598,12 +598,20 @@ fn operands_of_rank_eight_agree_with_dense() {
 }
 
 /// A pairwise case, then the same sectors and blocks with other dimensions (some zero): the
-/// second plan is made from the first (or hits it, when the dimensions came out the same)
-/// and agrees with the dense executor.
-fn check_template<T: Scalar>(seed: u64, sym: usize, tol: f64) -> Result<(), TestCaseError> {
+/// second plan is made from the first (or hits it, when the dimensions came out the same),
+/// its batched calls each of one shape, and agrees with the dense executor; with the cost
+/// model's choices (`o` = 0) or each kind forced.
+fn check_template<T: Scalar>(
+    seed: u64,
+    sym: usize,
+    o: usize,
+    tol: f64,
+) -> Result<(), TestCaseError> {
     let c = common::pair_case::<T>(seed, sym);
     let cache = PlanCache::new();
-    let opts = PlanOptions::default();
+    let mut options = vec![PlanOptions::default()];
+    options.extend(forced_options());
+    let opts = options[o % options.len()];
     let fp = blockcontract::plan::cache::spec_fingerprint(&c.spec);
     let fail = |e: Error| TestCaseError::fail(e.to_string());
     cache
@@ -618,6 +626,23 @@ fn check_template<T: Scalar>(seed: u64, sym: usize, tol: f64) -> Result<(), Test
     let plan = cache.get_or_plan(&c.spec, fp, &ops, &opts).map_err(fail)?;
     let s = cache.stats();
     prop_assert!(s.hits + s.templated == 1, "{s:?}");
+    for st in &plan.steps {
+        for g in st
+            .plan
+            .groups
+            .iter()
+            .filter(|g| g.kind == GroupKind::Batched)
+        {
+            let shape = |p: &u32| {
+                let x = &st.plan.pairs[*p as usize];
+                (x.m, x.n, x.k)
+            };
+            prop_assert!(
+                g.pairs.iter().all(|p| shape(p) == shape(&g.pairs[0])),
+                "a batched call of several shapes"
+            );
+        }
+    }
     let alpha = T::from_f64(0.5);
     let (got, _, _) = execute(&plan, &ops, alpha, 1, None).map_err(fail)?;
     let (want, _) = contract_dyn(&c.spec, &ops, alpha, Executor::Dense).map_err(fail)?;
@@ -630,13 +655,17 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn plans_from_a_template_agree_with_dense_f64(seed in any::<u64>(), sym in 0usize..5) {
-        check_template::<f64>(seed, sym, 1e-12)?;
+    fn plans_from_a_template_agree_with_dense_f64(
+        seed in any::<u64>(), sym in 0usize..5, o in 0usize..9,
+    ) {
+        check_template::<f64>(seed, sym, o, 1e-12)?;
     }
 
     #[test]
-    fn plans_from_a_template_agree_with_dense_complex(seed in any::<u64>(), sym in 0usize..5) {
-        check_template::<Complex64>(seed, sym, 1e-12)?;
+    fn plans_from_a_template_agree_with_dense_complex(
+        seed in any::<u64>(), sym in 0usize..5, o in 0usize..9,
+    ) {
+        check_template::<Complex64>(seed, sym, o, 1e-12)?;
     }
 }
 

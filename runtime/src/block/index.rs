@@ -5,12 +5,13 @@ use super::{Block, BlockKey};
 use crate::error::{Error, Result};
 use crate::hash::FxMap;
 use crate::symmetry::{Charge, Leg, Symmetry};
+use std::sync::Arc;
 
 /// The blocks of a tensor and their lookup by key; shared between tensors of one structure.
 #[derive(Debug)]
 pub struct BlockIndex {
     pub(super) blocks: Vec<Block>,
-    pub(super) index: FxMap<BlockKey, usize>,
+    pub(super) index: Arc<FxMap<BlockKey, usize>>,
     fp: u64,
 }
 
@@ -22,6 +23,23 @@ impl BlockIndex {
             .enumerate()
             .map(|(i, b)| (b.key.clone(), i))
             .collect();
+        Self::with_index(blocks, Arc::new(index))
+    }
+    /// This index's keys, in the same order, with other layouts (sharing the key lookup).
+    pub(crate) fn relaid(&self, layouts: impl IntoIterator<Item = crate::view::Layout>) -> Self {
+        let blocks: Vec<Block> = self
+            .blocks
+            .iter()
+            .zip(layouts)
+            .map(|(b, layout)| Block {
+                key: b.key.clone(),
+                layout,
+            })
+            .collect();
+        debug_assert_eq!(blocks.len(), self.blocks.len(), "one layout per block");
+        Self::with_index(blocks, self.index.clone())
+    }
+    fn with_index(blocks: Vec<Block>, index: Arc<FxMap<BlockKey, usize>>) -> Self {
         let mut h = crate::hash::Fx::default();
         for b in &blocks {
             for &k in b.key.iter() {
@@ -177,7 +195,7 @@ pub(crate) fn allowed_keys(legs: &[Leg], symmetry: &Symmetry, charge: &Charge) -
     let r = legs.len();
     if r == 0 {
         return if *charge == symmetry.zero() {
-            vec![Box::from([])]
+            vec![BlockKey::from([])]
         } else {
             Vec::new()
         };
@@ -204,7 +222,7 @@ pub(crate) fn allowed_keys(legs: &[Leg], symmetry: &Symmetry, charge: &Charge) -
             }
             if let Some(s) = legs[k].space.find(&need) {
                 key[k] = s as u32;
-                out.push(key.clone().into_boxed_slice());
+                out.push(key.clone().into());
             }
             return;
         }

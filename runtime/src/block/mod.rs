@@ -20,7 +20,7 @@ use crate::view::Layout;
 use std::sync::Arc;
 
 /// Sector positions of a block, one per leg.
-pub type BlockKey = Box<[u32]>;
+pub type BlockKey = std::sync::Arc<[u32]>;
 
 /// One stored block: its sectors and where it lives in the buffer.
 #[derive(Debug, Clone, PartialEq)]

@@ -147,47 +147,89 @@ fn concat_cost(sp: &StepPlan, ks: &Keys, ps: &[u32], model: &CostModel, sole_wri
     model.gemm_s(m, n, k) + model.pack_s(packed)
 }
 
+/// Per key id (row, contracted, column) and per block (A, B, output): the concatenated group
+/// that last placed it and its offset there. One per step, reused by every group it places:
+/// no hashing and nothing allocated per group.
+pub(super) struct Placer {
+    stamp: [Vec<u32>; 6],
+    off: [Vec<usize>; 3],
+    now: u32,
+}
+
+impl Placer {
+    /// Room for this step's keys and blocks.
+    pub(super) fn new(sp: &StepPlan, ks: &Keys) -> Self {
+        let [nr, nk, nn] = ks.counts;
+        let blocks = [
+            sp.operands[0].mats.len(),
+            sp.operands[1].mats.len(),
+            sp.out_keys.len(),
+        ];
+        Placer {
+            stamp: [nr, nk, nn, blocks[0], blocks[1], blocks[2]].map(|n| vec![0; n]),
+            off: [nr, nk, nn].map(|n| vec![0; n]),
+            now: 0,
+        }
+    }
+    /// The offset of key `id` of kind `which` in the current group: given it (`*next`,
+    /// advanced by `len`) when first seen.
+    fn offset(&mut self, which: usize, id: u32, next: &mut usize, len: usize) -> usize {
+        let i = id as usize;
+        if self.stamp[which][i] != self.now {
+            self.stamp[which][i] = self.now;
+            self.off[which][i] = *next;
+            *next += len;
+        }
+        self.off[which][i]
+    }
+    /// Whether block `id` of kind `which` (3: A, 4: B, 5: output) is new to the current group
+    /// (it is marked seen).
+    fn first(&mut self, which: usize, id: u32) -> bool {
+        let s = &mut self.stamp[which][id as usize];
+        std::mem::replace(s, self.now) != self.now
+    }
+}
+
 /// Places a set of pairs in one `m x k` times `k x n` GEMM (rows: distinct row keys, inner:
-/// distinct contracted keys, columns: distinct column keys, each in first-seen order).
-pub(super) fn concat_group(sp: &StepPlan, ks: &Keys, ps: &[u32], kind: GroupKind) -> Group {
-    let mut roff: FxMap<u32, usize> = FxMap::default();
-    let mut koff: FxMap<u32, usize> = FxMap::default();
-    let mut noff: FxMap<u32, usize> = FxMap::default();
+/// distinct contracted keys, columns: distinct column keys, each in first-seen order); the
+/// last argument is room to reserve for the A, B and output places.
+pub(super) fn concat_group(
+    sp: &StepPlan,
+    ks: &Keys,
+    ps: &[u32],
+    kind: GroupKind,
+    pl: &mut Placer,
+    [na, nb, nc]: [usize; 3],
+) -> Group {
+    pl.now += 1;
     let (mut m, mut k, mut n) = (0, 0, 0);
-    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut seen_a, mut seen_b, mut seen_c): (FxMap<u32, ()>, FxMap<u32, ()>, FxMap<u32, ()>) =
-        Default::default();
+    let (mut a, mut b, mut c) = (
+        Vec::with_capacity(na),
+        Vec::with_capacity(nb),
+        Vec::with_capacity(nc),
+    );
     let mut flops = 0.0;
     for &p in ps {
         let pr = &sp.pairs[p as usize];
         let i = p as usize;
-        let ro = *roff.entry(ks.r[i]).or_insert_with(|| {
-            m += pr.m;
-            m - pr.m
-        });
-        let ko = *koff.entry(ks.kk[i]).or_insert_with(|| {
-            k += pr.k;
-            k - pr.k
-        });
-        let no = *noff.entry(ks.nn[i]).or_insert_with(|| {
-            n += pr.n;
-            n - pr.n
-        });
-        if seen_a.insert(pr.a, ()).is_none() {
+        let ro = pl.offset(0, ks.r[i], &mut m, pr.m);
+        let ko = pl.offset(1, ks.kk[i], &mut k, pr.k);
+        let no = pl.offset(2, ks.nn[i], &mut n, pr.n);
+        if pl.first(3, pr.a) {
             a.push(Place {
                 block: pr.a,
                 row: ro,
                 col: ko,
             });
         }
-        if seen_b.insert(pr.b, ()).is_none() {
+        if pl.first(4, pr.b) {
             b.push(Place {
                 block: pr.b,
                 row: ko,
                 col: no,
             });
         }
-        if seen_c.insert(pr.c, ()).is_none() {
+        if pl.first(5, pr.c) {
             c.push(Place {
                 block: pr.c,
                 row: ro,

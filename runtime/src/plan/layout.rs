@@ -4,7 +4,6 @@
 use super::group::{Access, Group, GroupKind, Place};
 use super::step::StepPlan;
 use crate::block::Block;
-use crate::hash::FxMap;
 use crate::step::Side;
 use crate::view::{mat_shape, Layout, MatShape};
 
@@ -14,17 +13,14 @@ use crate::view::{mat_shape, Layout, MatShape};
 pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
     let g = &sp.geometry;
     let nout = sp.out_keys.len();
-    let dims: Vec<Vec<usize>> = sp
-        .out_keys
-        .iter()
-        .map(|key| {
-            key.iter()
-                .zip(&g.out_legs)
-                .map(|(&s, l)| l.space.dim_of(s as usize))
-                .collect()
-        })
-        .collect();
-    let mut layouts: Vec<Option<Layout>> = vec![None; nout];
+    let dims = |key: &[u32]| -> crate::view::Dims {
+        key.iter()
+            .zip(&g.out_legs)
+            .map(|(&s, l)| l.space.dim_of(s as usize))
+            .collect()
+    };
+    // per block laid out for its group: (offset, the group's row stride)
+    let mut tiled: Vec<(usize, usize)> = vec![(usize::MAX, 0); nout];
     let mut offset = 0usize;
     // output blocks written by exactly one group can be laid out for that group
     let mut writers = vec![0u32; nout];
@@ -40,13 +36,26 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
         .collect();
     order.sort_by_key(|x| std::cmp::Reverse(x.m * x.n));
     for gr in order {
-        if gr.c.iter().any(|p| layouts[p.block as usize].is_some()) {
+        if gr.c.iter().any(|p| tiled[p.block as usize].0 != usize::MAX) {
             continue;
         }
         for p in &gr.c {
-            let d = &dims[p.block as usize];
+            tiled[p.block as usize] = (offset + p.row * gr.n + p.col, gr.n);
+        }
+        offset += gr.m * gr.n;
+    }
+    sp.out_layouts = tiled
+        .iter()
+        .zip(&sp.out_keys)
+        .map(|(&(at, n), key)| {
+            let d = dims(key);
+            if at == usize::MAX {
+                let l = Layout::row_major(&d, offset);
+                offset += l.len();
+                return l;
+            }
             let mut strides = crate::view::Strides::from_elem(0, d.len());
-            let mut acc = gr.n as isize;
+            let mut acc = n as isize;
             for &ax in g.c_rows.iter().rev() {
                 strides[ax] = acc;
                 acc *= d[ax] as isize;
@@ -56,23 +65,11 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
                 strides[ax] = acc;
                 acc *= d[ax] as isize;
             }
-            layouts[p.block as usize] = Some(Layout {
-                dims: crate::view::Dims::from_slice(d),
+            Layout {
+                dims: d,
                 strides,
-                offset: offset + p.row * gr.n + p.col,
-            });
-        }
-        offset += gr.m * gr.n;
-    }
-    sp.out_layouts = layouts
-        .into_iter()
-        .zip(&dims)
-        .map(|(l, d)| {
-            l.unwrap_or_else(|| {
-                let l = Layout::row_major(d, offset);
-                offset += l.len();
-                l
-            })
+                offset: at,
+            }
         })
         .collect();
     sp.out_len = offset;
@@ -92,15 +89,29 @@ pub(super) fn assign_packs(sp: &mut StepPlan, groups: &mut [Group], blocks: [&[B
     let g = &sp.geometry;
     let own_rs =
         |l: &Layout, cols: &[usize]| cols.iter().map(|&c| l.dims[c]).product::<usize>() as isize;
+    // only blocks a member GEMM reads or writes are copied on their own
+    let mut used = [
+        vec![false; sp.operands[0].mats.len()],
+        vec![false; sp.operands[1].mats.len()],
+        vec![false; sp.out_layouts.len()],
+    ];
+    for gr in groups.iter().filter(|gr| gr.is_members()) {
+        for (u, places) in used.iter_mut().zip([&gr.a, &gr.b, &gr.c]) {
+            for p in places {
+                u[p.block as usize] = true;
+            }
+        }
+    }
     for side in Side::BOTH {
         let axes = g.mat_axes(side);
         let op = &mut sp.operands[side.index()];
         op.block_pack = blocks[side.index()]
             .iter()
             .zip(&op.mats)
-            .map(|(b, m)| match m {
-                Some(_) => u32::MAX,
-                None => packs.push(&b.layout, axes, own_rs(&b.layout, axes.1), 0),
+            .zip(&used[side.index()])
+            .map(|((b, m), &u)| match m {
+                None if u => packs.push(&b.layout, axes, own_rs(&b.layout, axes.1), 0),
+                _ => u32::MAX,
             })
             .collect();
     }
@@ -109,9 +120,10 @@ pub(super) fn assign_packs(sp: &mut StepPlan, groups: &mut [Group], blocks: [&[B
         .out_layouts
         .iter()
         .zip(&sp.c_mats)
-        .map(|(l, m)| match m {
-            Some(_) => u32::MAX,
-            None => packs.push(l, c_axes, own_rs(l, c_axes.1), 0),
+        .zip(&used[2])
+        .map(|((l, m), &u)| match m {
+            None if u => packs.push(l, c_axes, own_rs(l, c_axes.1), 0),
+            _ => u32::MAX,
         })
         .collect();
     for gr in groups.iter_mut().filter(|gr| !gr.is_members()) {
@@ -259,13 +271,17 @@ pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
             }
         }
     }
-    let mut comp: FxMap<usize, Vec<u32>> = FxMap::default();
+    // numbered by their first group: ascending by first group, each ascending
+    let mut id = vec![u32::MAX; groups.len()];
+    let mut v: Vec<Vec<u32>> = Vec::new();
     for gi in 0..groups.len() {
         let r = find(&mut parent, gi);
-        comp.entry(r).or_default().push(gi as u32);
+        if id[r] == u32::MAX {
+            id[r] = v.len() as u32;
+            v.push(Vec::new());
+        }
+        v[id[r] as usize].push(gi as u32);
     }
-    let mut v: Vec<Vec<u32>> = comp.into_values().collect();
-    v.sort();
     v
 }
 

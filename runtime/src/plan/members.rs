@@ -4,21 +4,24 @@ use super::group::{Access, Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::single_cost;
 use super::step::StepPlan;
-use crate::hash::FxMap;
 use crate::step::PairGemm;
 
 /// Singles of equal shape become batched groups where that pays (or always, when forced).
-pub(super) fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions) -> Vec<Group> {
-    let mut buckets: FxMap<(usize, usize, usize), Vec<u32>> = FxMap::default();
-    for p in singles {
-        let pr = &sp.pairs[p as usize];
-        buckets.entry((pr.m, pr.n, pr.k)).or_default().push(p);
-    }
-    let mut shapes: Vec<_> = buckets.keys().copied().collect();
-    shapes.sort();
+pub(super) fn batch_singles(
+    sp: &StepPlan,
+    mut singles: Vec<u32>,
+    opts: &PlanOptions,
+) -> Vec<Group> {
+    let shape = |p: &u32| {
+        let pr = &sp.pairs[*p as usize];
+        (pr.m, pr.n, pr.k)
+    };
+    // buckets of one shape, shapes ascending, each in the order given
+    singles.sort_by_key(shape);
     let mut out = Vec::new();
-    for sh in shapes {
-        let ps = &buckets[&sh];
+    let mut lone = Vec::new();
+    for ps in singles.chunk_by(|x, y| shape(x) == shape(y)) {
+        let sh = shape(&ps[0]);
         let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, &opts.model)).sum();
         let bat =
             opts.model.call_s + ps.len() as f64 * opts.model.batched_member_s(sh.0, sh.1, sh.2);
@@ -30,6 +33,8 @@ pub(super) fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions
             };
         if take {
             out.push(member_group(sp, ps, GroupKind::Batched));
+        } else if opts.grouped {
+            lone.extend_from_slice(ps);
         } else {
             out.extend(
                 ps.iter()
@@ -38,7 +43,7 @@ pub(super) fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions
         }
     }
     if opts.grouped {
-        out = group_singles(sp, out, opts);
+        group_singles(sp, &lone, opts, &mut out);
     }
     out
 }
@@ -47,24 +52,22 @@ pub(super) fn batch_singles(sp: &StepPlan, singles: Vec<u32>, opts: &PlanOptions
 /// output block at most once per call (so a GPU may run them concurrently), taken where the
 /// cost model says so (on a CPU a grouped call is a loop of GEMMs: a tie, broken towards
 /// fewer calls).
-fn group_singles(sp: &StepPlan, groups: Vec<Group>, opts: &PlanOptions) -> Vec<Group> {
-    let (singles, mut out): (Vec<Group>, Vec<Group>) = groups
-        .into_iter()
-        .partition(|g| g.kind == GroupKind::Single);
-    let mut calls: Vec<(Vec<u32>, FxMap<u32, ()>)> = Vec::new();
-    for g in &singles {
-        let p = g.pairs[0];
-        let c = sp.pairs[p as usize].c;
-        match calls.iter_mut().find(|(_, cs)| !cs.contains_key(&c)) {
-            Some((ps, cs)) => {
-                ps.push(p);
-                cs.insert(c, ());
-            }
-            None => calls.push((vec![p], [(c, ())].into_iter().collect())),
+fn group_singles(sp: &StepPlan, singles: &[u32], opts: &PlanOptions, out: &mut Vec<Group>) {
+    // first fit: a single goes into the first call that does not write its output block
+    // yet, which is call number (times that block was placed before)
+    let mut placed = vec![0u32; sp.out_keys.len()];
+    let mut calls: Vec<Vec<u32>> = Vec::new();
+    for &p in singles {
+        let slot = &mut placed[sp.pairs[p as usize].c as usize];
+        let j = *slot as usize;
+        *slot += 1;
+        if j == calls.len() {
+            calls.push(Vec::new());
         }
+        calls[j].push(p);
     }
     let m = &opts.model;
-    for (ps, _) in calls {
+    for ps in calls {
         let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, m)).sum();
         let grouped = m.call_s + sep - ps.len() as f64 * (m.call_s - m.member_s);
         let take = ps.len() > 1
@@ -81,10 +84,10 @@ fn group_singles(sp: &StepPlan, groups: Vec<Group>, opts: &PlanOptions) -> Vec<G
             );
         }
     }
-    out
 }
 
-fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
+/// A member group (single, batched or grouped) of these pairs, its extents the largest member's.
+pub(super) fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group {
     // the largest member's extents (all equal for single and batched groups)
     let max = |f: fn(&PairGemm) -> usize| {
         ps.iter()

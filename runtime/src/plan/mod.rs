@@ -128,6 +128,8 @@ impl Plan {
             b += p.components.iter().map(|c| c.len() * 4 + 24).sum::<usize>();
             b += p.zero_blocks.len() * 4;
             b += p.packs.approx_bytes() + p.c_pack.len() * 4;
+            // shared with the plans made from this one: counted in each
+            b += p.keys.approx_bytes();
             b += p
                 .operands
                 .iter()

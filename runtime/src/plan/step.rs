@@ -2,10 +2,11 @@
 //! The driver; the policy lives in `family` (coupled sectors), `members` (batched and
 //! grouped calls), `layout` (output layout, operand access) and `price` (cost and reason).
 
-use super::family::{choose_family, concat_group, family_kind};
+use super::family::{choose_family, concat_group, family_kind, Placer};
 use super::group::Group;
+use super::group::GroupKind;
 use super::layout::{assign_output_layout, assign_packs, components, first_writes, scratch_of};
-use super::members::batch_singles;
+use super::members::{batch_singles, member_group};
 use super::options::PlanOptions;
 use super::price::finalize;
 use crate::block::{checked_len, describe, max_elements, Block, BlockIndex, BlockKey, DynTensor};
@@ -52,6 +53,9 @@ pub struct StepPlan {
     /// Per output block: its copy from a member's packed result (`u32::MAX`: written in
     /// place).
     pub c_pack: Vec<u32>,
+    /// Per pair, the ids of its row, contracted and column keys (they depend on block keys
+    /// only, so a plan made from this one as a template shares them).
+    pub(crate) keys: Arc<Keys>,
 }
 
 /// One operand of a step, as the plan sees its blocks.
@@ -103,12 +107,23 @@ impl StepPlan {
     }
 }
 
-/// Per-pair ids of the row key, the contracted key and the column key.
-pub(super) struct Keys {
+/// Per-pair ids of the row key, the contracted key and the column key (dense, from 0), and
+/// per contracted key its coupled sector.
+#[derive(Debug, Default)]
+pub(crate) struct Keys {
     pub(super) r: Vec<u32>,
     pub(super) kk: Vec<u32>,
     pub(super) nn: Vec<u32>,
     pub(super) kk_class: Vec<u32>,
+    /// How many distinct row, contracted and column keys.
+    pub(super) counts: [usize; 3],
+}
+
+impl Keys {
+    /// Approximate bytes held.
+    pub(super) fn approx_bytes(&self) -> usize {
+        4 * (self.r.len() + self.kk.len() + self.nn.len() + self.kk_class.len())
+    }
 }
 
 fn intern(map: &mut FxMap<InlineKey, u32>, key: InlineKey) -> u32 {
@@ -158,6 +173,7 @@ fn keys<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry, pairs: &[Pa
         kk: pairs.iter().map(|p| a_kk[p.a as usize]).collect(),
         nn: pairs.iter().map(|p| b_nn[p.b as usize]).collect(),
         kk_class,
+        counts: [rm.len(), km.len(), nm.len()],
     }
 }
 
@@ -214,7 +230,10 @@ pub(crate) fn plan_step_like<T: Scalar>(
         OperandPlan::new(a, &g, Side::A),
         OperandPlan::new(b, &g, Side::B),
     ];
-    let ks = keys(a, b, &g, &list.pairs);
+    let ks = match template {
+        Some(t) => t.keys.clone(),
+        None => Arc::new(keys(a, b, &g, &list.pairs)),
+    };
     let mut sp = StepPlan {
         desc: desc.clone(),
         geometry: g,
@@ -231,6 +250,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
         zero_blocks: Vec::new(),
         packs: Packs::default(),
         c_pack: Vec::new(),
+        keys: ks.clone(),
     };
     let model = opts.model;
     let groups = match template.and_then(|t| regroup(&sp, &ks, t, opts)) {
@@ -250,18 +270,26 @@ pub(crate) fn plan_step_like<T: Scalar>(
                 .collect();
         }
     }
-    finish(&mut sp, groups, &model, [a, b]);
+    finish(
+        &mut sp,
+        groups,
+        &model,
+        [a, b],
+        template.map(|t| &*t.out_index),
+    );
     Ok(Some(sp))
 }
 
 /// Completes a step once its groups and output layout are fixed: prices and accesses, first
 /// writes, hazard-free components, scratch, the transpose cache, the precomputed copies and
-/// the shared output index.
+/// the shared output index (sharing the key lookup of `keys_like`, an index of the same keys
+/// in the same order, when given).
 fn finish<T: Scalar>(
     sp: &mut StepPlan,
     mut groups: Vec<Group>,
     model: &super::cost::CostModel,
     [a, b]: [&DynTensor<T>; 2],
+    keys_like: Option<&BlockIndex>,
 ) {
     let c_off: Vec<usize> = sp.out_layouts.iter().map(|l| l.offset).collect();
     for gr in &mut groups {
@@ -275,16 +303,19 @@ fn finish<T: Scalar>(
     }
     assign_packs(sp, &mut groups, [a.blocks(), b.blocks()]);
     sp.groups = groups;
-    sp.out_index = Arc::new(BlockIndex::new(
-        sp.out_keys
-            .iter()
-            .zip(&sp.out_layouts)
-            .map(|(k, l)| Block {
-                key: k.clone(),
-                layout: l.clone(),
-            })
-            .collect(),
-    ));
+    sp.out_index = Arc::new(match keys_like {
+        Some(ix) => ix.relaid(sp.out_layouts.iter().cloned()),
+        None => BlockIndex::new(
+            sp.out_keys
+                .iter()
+                .zip(&sp.out_layouts)
+                .map(|(k, l)| Block {
+                    key: k.clone(),
+                    layout: l.clone(),
+                })
+                .collect(),
+        ),
+    });
 }
 
 /// Points the pairs at the target's blocks (writing in place into `t`); false when `t` lacks
@@ -322,17 +353,34 @@ fn group_pairs(sp: &StepPlan, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
     class_ids.sort();
     let mut groups: Vec<Group> = Vec::new();
     let mut singles: Vec<u32> = Vec::new();
+    let mut placer = Placer::new(sp, ks);
     for cid in class_ids {
         for fam in choose_family(sp, ks, &classes[&cid], opts) {
             if fam.len() == 1 {
                 singles.push(fam[0]);
             } else {
-                groups.push(concat_group(sp, ks, &fam, family_kind(ks, &fam)));
+                groups.push(concat_group(
+                    sp,
+                    ks,
+                    &fam,
+                    family_kind(ks, &fam),
+                    &mut placer,
+                    [0; 3],
+                ));
             }
         }
     }
     groups.extend(batch_singles(sp, singles, opts));
     groups
+}
+
+/// Whether the pairs all have one shape.
+fn one_shape(sp: &StepPlan, ps: &[u32]) -> bool {
+    let shape = |p: u32| {
+        let x = &sp.pairs[p as usize];
+        (x.m, x.n, x.k)
+    };
+    ps.iter().all(|&p| shape(p) == shape(ps[0]))
 }
 
 /// The step's pairs and output keys: the template's, resized, or enumerated (and pointed at
@@ -381,8 +429,9 @@ fn resized<T: Scalar>(
 }
 
 /// The template's groups rebuilt on this step's sizes: its concatenations kept (their
-/// places recomputed), its lone pairs batched anew (shapes may have changed). None when a
-/// pair became empty or non-empty, so the decisions no longer cover the live pairs.
+/// places recomputed), its single, batched and grouped calls kept (a batch whose members'
+/// shapes now differ is batched anew). None when a pair became empty or non-empty, so the
+/// decisions no longer cover the live pairs.
 fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option<Vec<Group>> {
     let live = |p: u32| {
         let x = &sp.pairs[p as usize];
@@ -394,18 +443,23 @@ fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option
         return None;
     }
     let mut groups = Vec::with_capacity(t.groups.len());
-    let mut singles = Vec::new();
+    let mut loose = Vec::new();
+    let mut placer = Placer::new(sp, ks);
     for g in &t.groups {
         if !g.pairs.iter().all(|&p| live(p)) {
             return None;
         }
-        if g.is_members() {
-            singles.extend_from_slice(&g.pairs);
+        if !g.is_members() {
+            let hint = [g.a.len(), g.b.len(), g.c.len()];
+            groups.push(concat_group(sp, ks, &g.pairs, g.kind, &mut placer, hint));
+        } else if g.kind != GroupKind::Batched || one_shape(sp, &g.pairs) {
+            groups.push(member_group(sp, &g.pairs, g.kind));
         } else {
-            groups.push(concat_group(sp, ks, &g.pairs, g.kind));
+            // a batch whose members no longer share a shape is batched anew
+            loose.extend_from_slice(&g.pairs);
         }
     }
-    groups.extend(batch_singles(sp, singles, opts));
+    groups.extend(batch_singles(sp, loose, opts));
     Some(groups)
 }
 
@@ -415,7 +469,7 @@ fn check_output_size<T: Scalar>(g: &Geometry, keys: &[BlockKey], desc: &StepDesc
     let limit = max_elements::<T>();
     let mut total = 0usize;
     for key in keys {
-        let dims: Vec<usize> = key
+        let dims: crate::view::Dims = key
             .iter()
             .zip(&g.out_legs)
             .map(|(&s, l)| l.space.dim_of(s as usize))

@@ -93,7 +93,7 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     }
     // a full contraction (rank-0 result) of charge zero always has its one element
     if rank_out == 0 && out_keys.is_empty() && g.out_charge == g.symmetry.zero() {
-        out_keys.push(Box::from([]));
+        out_keys.push(BlockKey::from([]));
     }
     // renumber output blocks in key order
     let mut order: Vec<u32> = (0..out_keys.len() as u32).collect();

@@ -26,7 +26,7 @@ pub type Dims = smallvec::SmallVec<[usize; INLINE_AXES]>;
 pub type Strides = smallvec::SmallVec<[isize; INLINE_AXES]>;
 
 /// Dims, signed strides and offset of one block in its buffer.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
     /// Extent per axis.
     pub dims: Dims,
@@ -36,12 +36,29 @@ pub struct Layout {
     pub offset: usize,
 }
 
+// plans clone thousands of layouts: copied as slices, not element by element
+impl Clone for Layout {
+    fn clone(&self) -> Self {
+        Layout {
+            dims: Dims::from_slice(&self.dims),
+            strides: Strides::from_slice(&self.strides),
+            offset: self.offset,
+        }
+    }
+}
+
 impl Layout {
     /// A row-major contiguous layout at `offset`.
     pub fn row_major(dims: &[usize], offset: usize) -> Self {
+        let mut strides = Strides::from_elem(0, dims.len());
+        let mut acc = 1isize;
+        for k in (0..dims.len()).rev() {
+            strides[k] = acc;
+            acc *= dims[k].max(1) as isize;
+        }
         Layout {
             dims: Dims::from_slice(dims),
-            strides: row_major_strides(dims).into(),
+            strides,
             offset,
         }
     }
