@@ -70,6 +70,7 @@ pub fn measure(w: &Workload, per_block: bool, args: &Args) -> Result<Outcome> {
         norm: host.norm(),
         checksum: checksum(&host),
         plan_ms: Some(plan.plan_s * 1e3),
+        near_ms: None,
         cached_us: None,
         gemm_ms: None,
         error: None,

@@ -58,6 +58,9 @@ pub struct Outcome {
     pub checksum: f64,
     pub plan_ms: Option<f64>,
     pub cached_us: Option<f64>,
+    /// On a structure near this one (`Workload::near`: sector dimensions moved by at most
+    /// one): planning from this plan as a template and the run of that plan, ms (medians).
+    pub near_ms: Option<(f64, f64)>,
     /// The plan's GEMMs alone (each group's shape, or each member's, run by faer on
     /// contiguous row-major buffers, best of three): what the contraction costs with no
     /// packing, scattering or bookkeeping.
@@ -198,6 +201,7 @@ fn measure_typed<T: Scalar>(
             checksum: f64::NAN,
             plan_ms: None,
             cached_us: None,
+            near_ms: None,
             gemm_ms: None,
             error: None,
         };
@@ -213,6 +217,7 @@ fn measure_typed<T: Scalar>(
             }
             o.cached_us = Some(t0.elapsed().as_secs_f64() * 1e6 / n as f64);
             o.gemm_ms = Some(gemms_alone_ms::<T>(&plan));
+            o.near_ms = Some(near_call_ms::<T>(w, spec, &refs, threads)?);
         }
         // warm-up, and the result that is checked
         match call(e) {
@@ -263,6 +268,40 @@ fn measure_typed<T: Scalar>(
     })
 }
 
+/// Planning a structure near the workload's from its plan (a fresh cache each time, holding
+/// the workload's plan), alternating with runs of the plan made: medians of five, ms.
+fn near_call_ms<T: Scalar>(
+    w: &Workload,
+    spec: &blockcontract::ContractionSpec,
+    refs: &[&DynTensor<T>],
+    threads: usize,
+) -> Result<(f64, f64)> {
+    let near = w.near(0x6e65_6172)?;
+    let ops = near.build_operands::<T>()?;
+    let nrefs: Vec<&DynTensor<T>> = ops.iter().collect();
+    let (opts, fp) = (PlanOptions::default(), spec_fingerprint(spec));
+    let (mut plan_ms, mut run_ms) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        let cache = PlanCache::new();
+        cache.get_or_plan(spec, fp, refs, &opts)?;
+        let t0 = Instant::now();
+        let plan = cache.get_or_plan(spec, fp, &nrefs, &opts)?;
+        plan_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        if cache.stats().templated != 1 {
+            return Err(Error::InvalidSpec {
+                reason: format!(
+                    "{}: the near structure was not planned from a template",
+                    w.name
+                ),
+            });
+        }
+        let t0 = Instant::now();
+        std::hint::black_box(execute(&plan, &nrefs, T::one(), threads, None)?);
+        run_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok((stats3(&plan_ms).1, stats3(&run_ms).1))
+}
+
 pub fn print(w: &Workload, o: &Outcome, agrees: Option<bool>, json: bool) {
     let (min, med, max) = stats3(&o.times_ms);
     if let Some(e) = &o.error {
@@ -281,14 +320,16 @@ pub fn print(w: &Workload, o: &Outcome, agrees: Option<bool>, json: bool) {
             "flops": o.flops, "gflops": o.flops / (med * 1e-3) / 1e9,
             "time_ms": {"min": min, "median": med, "max": max},
             "plan_ms": o.plan_ms, "cached_overhead_us": o.cached_us,
+            "near_plan_ms": o.near_ms.map(|x| x.0), "near_run_ms": o.near_ms.map(|x| x.1),
             "norm": o.norm, "checksum": o.checksum, "matches_expected": agrees,
         });
         println!("{line}");
     } else {
-        let plan = match (o.plan_ms, o.cached_us) {
-            (Some(p), Some(c)) => format!(
-                "  plan {p:.2} ms, cached {c:.2} us ({:.2} us/step)",
-                c / o.steps.max(1) as f64
+        let plan = match (o.plan_ms, o.cached_us, o.near_ms) {
+            (Some(p), Some(c), Some((np, nr))) => format!(
+                "  plan {p:.2} ms, cached {c:.2} us ({:.2} us/step), near structure: plan {np:.2} ms, first call / cached {:.2}",
+                c / o.steps.max(1) as f64,
+                (np + nr) / nr
             ),
             _ => String::new(),
         };

@@ -117,6 +117,39 @@ impl Workload {
             .collect()
     }
 
+    /// The same workload on a structure near this one, as truncation leaves it in a DMRG: the
+    /// same sectors and blocks, each block-leg sector's dimension moved by -1, 0 or +1 (at
+    /// least 1; local legs unchanged), chosen by `seed`. A plan cache plans it from this
+    /// workload's plan (see [`crate::plan::CacheStats::templated`]).
+    pub fn near(&self, seed: u64) -> Result<Workload> {
+        let mut w = self.clone();
+        let mut names: Vec<&String> = self.spaces.keys().collect();
+        names.sort();
+        let mut k = seed;
+        for name in names {
+            let sp = &self.spaces[name];
+            if sp.kind() == crate::symmetry::SpaceKind::Local {
+                continue;
+            }
+            let sectors: Vec<(Vec<i64>, usize)> = sp
+                .sectors()
+                .iter()
+                .map(|s| {
+                    k = splitmix64(k);
+                    let d = (s.dim as i64 + (k % 3) as i64 - 1).max(1) as usize;
+                    (s.charge.values().to_vec(), d)
+                })
+                .collect();
+            let near = Space::block(sp.symmetry(), &sectors).map_err(|e| Error::Workload {
+                file: self.name.clone(),
+                field: format!("spaces.{name}"),
+                reason: e.to_string(),
+            })?;
+            w.spaces.insert(name.clone(), Arc::new(near));
+        }
+        Ok(w)
+    }
+
     /// Builds the operands and contracts them on `exec`.
     pub fn run<T: Scalar>(&self, exec: Executor) -> Result<(DynTensor<T>, RunStats)> {
         let ops = self.build_operands::<T>()?;
