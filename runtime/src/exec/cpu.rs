@@ -226,7 +226,7 @@ fn prepare_output<T: Scalar>(sp: &StepPlan, out: &mut [T], accum: Accum) {
     );
     if accum == Accum::Replace {
         for &bi in &sp.zero_blocks {
-            fill_block(out, &sp.out_layouts[bi as usize], T::zero());
+            fill_block(out, sp.out_layout(bi as usize), T::zero());
         }
     }
 }
@@ -401,7 +401,7 @@ impl<T: Scalar> Ctx<'_, T> {
             unsafe {
                 let am = self.member_operand(Side::A, pa, sa.as_mut_ptr(), (m, k));
                 let bm = self.member_operand(Side::B, pb, sb.as_mut_ptr(), (k, n));
-                let cl = &sp.out_layouts[pc.block as usize];
+                let cl = sp.out_layout(pc.block as usize);
                 let (cm, accum) = match sp.c_mats[pc.block as usize] {
                     Some(s) => (RawMatMut::new(out.add(cl.offset), s), self.accum_of(first)),
                     None => {

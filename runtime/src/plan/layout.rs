@@ -9,8 +9,8 @@ use crate::view::{mat_shape, Layout, MatShape};
 
 /// Output layout: the blocks of each rectangle or free-axis group that is their only writer
 /// tile one row-major `m x n` matrix, so its GEMM writes in place; every other block is
-/// row-major, after them.
-pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
+/// row-major, after them. Sets the output's length and matrix views; returns the layouts.
+pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<Layout> {
     let g = &sp.geometry;
     let nout = sp.out_keys.len();
     let dims = |key: &[u32]| -> crate::view::Dims {
@@ -44,7 +44,7 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
         }
         offset += gr.m * gr.n;
     }
-    sp.out_layouts = tiled
+    let layouts: Vec<Layout> = tiled
         .iter()
         .zip(&sp.out_keys)
         .map(|(&(at, n), key)| {
@@ -73,18 +73,23 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) {
         })
         .collect();
     sp.out_len = offset;
-    sp.c_mats = sp
-        .out_layouts
+    sp.c_mats = layouts
         .iter()
         .map(|l| mat_shape(l, &g.c_rows, &g.c_cols))
         .collect();
+    layouts
 }
 
 /// Works out every copy the step makes between a block and a packed matrix (see
 /// [`crate::view::Packs`]): per operand block and per output block that is not one strided
 /// matrix, its copy into a row-major matrix of its own (members, the transpose cache); per
 /// packed operand or output of a concatenating group, one copy per place.
-pub(super) fn assign_packs(sp: &mut StepPlan, groups: &mut [Group], blocks: [&[Block]; 2]) {
+pub(super) fn assign_packs(
+    sp: &mut StepPlan,
+    groups: &mut [Group],
+    blocks: [&[Block]; 2],
+    out_layouts: &[Layout],
+) {
     let mut packs = crate::view::Packs::default();
     let g = &sp.geometry;
     let own_rs =
@@ -93,7 +98,7 @@ pub(super) fn assign_packs(sp: &mut StepPlan, groups: &mut [Group], blocks: [&[B
     let mut used = [
         vec![false; sp.operands[0].mats.len()],
         vec![false; sp.operands[1].mats.len()],
-        vec![false; sp.out_layouts.len()],
+        vec![false; out_layouts.len()],
     ];
     for gr in groups.iter().filter(|gr| gr.is_members()) {
         for (u, places) in used.iter_mut().zip([&gr.a, &gr.b, &gr.c]) {
@@ -116,8 +121,7 @@ pub(super) fn assign_packs(sp: &mut StepPlan, groups: &mut [Group], blocks: [&[B
             .collect();
     }
     let c_axes = (g.c_rows.as_slice(), g.c_cols.as_slice());
-    sp.c_pack = sp
-        .out_layouts
+    sp.c_pack = out_layouts
         .iter()
         .zip(&sp.c_mats)
         .zip(&used[2])
@@ -141,7 +145,7 @@ pub(super) fn assign_packs(sp: &mut StepPlan, groups: &mut [Group], blocks: [&[B
         if gr.c_access.is_packed() {
             gr.packs[2] = packs.ops.len() as u32;
             for p in &gr.c {
-                let l = &sp.out_layouts[p.block as usize];
+                let l = &out_layouts[p.block as usize];
                 packs.push(l, c_axes, gr.n as isize, p.row * gr.n + p.col);
             }
         }

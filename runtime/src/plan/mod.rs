@@ -97,25 +97,25 @@ impl Plan {
         let mut b = size_of::<Plan>();
         for st in &self.steps {
             let p = &st.plan;
-            let key_bytes = |keys: &[crate::block::BlockKey]| {
-                keys.iter().map(|k| k.len() * 4 + 16).sum::<usize>()
-            };
+            // the keys (shared, reference-counted) and two lists of pointers to them
+            b += p.out_keys.iter().map(|k| k.len() * 4 + 16).sum::<usize>();
+            b += 2 * p.out_keys.len() * size_of::<crate::block::BlockKey>();
             b += p.pairs.len() * size_of::<crate::step::PairGemm>();
-            b += key_bytes(&p.out_keys);
-            // the layouts, twice (the plan's list and the shared block index, with its map)
-            b += 2 * p
-                .out_layouts
+            // the layouts, in the shared block index, with its key map
+            b += p
+                .out_index
+                .blocks()
                 .iter()
-                .map(|l| {
-                    let spilled = if l.dims.spilled() {
-                        16 * l.dims.len()
+                .map(|x| {
+                    let spilled = if x.layout.dims.spilled() {
+                        16 * x.layout.dims.len()
                     } else {
                         0
                     };
                     size_of::<crate::view::Layout>() + spilled
                 })
                 .sum::<usize>();
-            b += key_bytes(&p.out_keys) + 32 * p.out_keys.len();
+            b += 32 * p.out_keys.len();
             b += p.c_mats.len() * size_of::<Option<crate::view::MatShape>>();
             for o in &p.operands {
                 b += o.mats.len() * size_of::<Option<crate::view::MatShape>>();

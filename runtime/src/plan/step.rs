@@ -26,10 +26,8 @@ pub struct StepPlan {
     pub geometry: Geometry,
     /// Every block pair.
     pub pairs: Vec<PairGemm>,
-    /// Output block keys (sorted) ...
+    /// Output block keys (sorted); their layouts are in [`StepPlan::out_index`].
     pub out_keys: Vec<BlockKey>,
-    /// ... and their layouts in the output buffer.
-    pub out_layouts: Vec<Layout>,
     /// Output buffer length.
     pub out_len: usize,
     /// What the plan knows of its two operands' blocks, indexed by [`Side::index`].
@@ -46,7 +44,8 @@ pub struct StepPlan {
     /// writes, or whose first writer cannot overwrite): every other element is overwritten
     /// by its first writer (BLAS beta = 0), so the output needs no zero-fill.
     pub zero_blocks: Vec<u32>,
-    /// The output's blocks and layouts, shared by every output this plan makes.
+    /// The output's blocks and their layouts in the output buffer, shared by every output
+    /// this plan makes.
     pub out_index: Arc<BlockIndex>,
     /// Every copy between a block and a packed matrix the step makes, worked out here.
     pub packs: Packs,
@@ -96,6 +95,10 @@ impl StepPlan {
     /// The plan of one operand.
     pub fn operand(&self, side: Side) -> &OperandPlan {
         &self.operands[side.index()]
+    }
+    /// The layout of output block `i` in the output buffer.
+    pub fn out_layout(&self, i: usize) -> &Layout {
+        &self.out_index.blocks()[i].layout
     }
     /// Kernel calls of this step.
     pub fn kernel_calls(&self) -> usize {
@@ -239,7 +242,6 @@ pub(crate) fn plan_step_like<T: Scalar>(
         geometry: g,
         pairs: list.pairs,
         out_keys: list.out_keys,
-        out_layouts: Vec::new(),
         out_len: 0,
         operands,
         c_mats: Vec::new(),
@@ -257,22 +259,19 @@ pub(crate) fn plan_step_like<T: Scalar>(
         Some(groups) => groups,
         None => group_pairs(&sp, &ks, opts),
     };
-    match fixed {
+    let layouts = match fixed {
         None => assign_output_layout(&mut sp, &groups),
         Some(t) => {
-            sp.out_layouts = t.blocks().iter().map(|b| b.layout.clone()).collect();
+            let layouts: Vec<Layout> = t.blocks().iter().map(|b| b.layout.clone()).collect();
             sp.out_len = t.data().len();
             let (rows, cols) = (&sp.geometry.c_rows, &sp.geometry.c_cols);
-            sp.c_mats = sp
-                .out_layouts
-                .iter()
-                .map(|l| mat_shape(l, rows, cols))
-                .collect();
+            sp.c_mats = layouts.iter().map(|l| mat_shape(l, rows, cols)).collect();
+            layouts
         }
-    }
+    };
     finish(
         &mut sp,
-        groups,
+        (groups, layouts),
         &model,
         [a, b],
         template.map(|t| &*t.out_index),
@@ -286,12 +285,12 @@ pub(crate) fn plan_step_like<T: Scalar>(
 /// in the same order, when given).
 fn finish<T: Scalar>(
     sp: &mut StepPlan,
-    mut groups: Vec<Group>,
+    (mut groups, layouts): (Vec<Group>, Vec<Layout>),
     model: &super::cost::CostModel,
     [a, b]: [&DynTensor<T>; 2],
     keys_like: Option<&BlockIndex>,
 ) {
-    let c_off: Vec<usize> = sp.out_layouts.iter().map(|l| l.offset).collect();
+    let c_off: Vec<usize> = layouts.iter().map(|l| l.offset).collect();
     for gr in &mut groups {
         finalize(sp, gr, model, &c_off);
     }
@@ -301,17 +300,17 @@ fn finish<T: Scalar>(
     for (side, t) in [(Side::A, a), (Side::B, b)] {
         transpose_cache(&groups, &mut sp.operands[side.index()], t, side);
     }
-    assign_packs(sp, &mut groups, [a.blocks(), b.blocks()]);
+    assign_packs(sp, &mut groups, [a.blocks(), b.blocks()], &layouts);
     sp.groups = groups;
     sp.out_index = Arc::new(match keys_like {
-        Some(ix) => ix.relaid(sp.out_layouts.iter().cloned()),
+        Some(ix) => ix.relaid(layouts),
         None => BlockIndex::new(
             sp.out_keys
                 .iter()
-                .zip(&sp.out_layouts)
-                .map(|(k, l)| Block {
+                .zip(layouts)
+                .map(|(k, layout)| Block {
                     key: k.clone(),
-                    layout: l.clone(),
+                    layout,
                 })
                 .collect(),
         ),

@@ -76,6 +76,8 @@ pub(super) struct Lowerer<'a> {
     pub(super) sp: &'a StepPlan,
     /// Block layouts of the two operands, by [`Side::index`].
     pub(super) layouts: [&'a [Layout]; 2],
+    /// Block layouts of the step's output.
+    pub(super) out_layouts: &'a [Layout],
     pub(super) ops: Vec<Op>,
     pub(super) scratch: [usize; 3],
     pub(super) grouped: bool,
@@ -89,22 +91,30 @@ pub fn lower(plan: &Plan, operand_layouts: &[Vec<Layout>]) -> Lowered {
 /// [`lower`] with options.
 pub fn lower_with(plan: &Plan, operand_layouts: &[Vec<Layout>], options: LowerOptions) -> Lowered {
     let mut steps = Vec::new();
-    let step_layouts: Vec<&[Layout]> = plan
+    let step_layouts: Vec<Vec<Layout>> = plan
         .steps
         .iter()
-        .map(|s| s.plan.out_layouts.as_slice())
+        .map(|s| {
+            s.plan
+                .out_index
+                .blocks()
+                .iter()
+                .map(|b| b.layout.clone())
+                .collect()
+        })
         .collect();
     let last = plan.steps.len().saturating_sub(1);
     for (i, st) in plan.steps.iter().enumerate() {
         let layouts = |inp: Input| -> &[Layout] {
             match inp {
                 Input::Operand(k) => &operand_layouts[k],
-                Input::Step(j) => step_layouts[j],
+                Input::Step(j) => &step_layouts[j],
             }
         };
         let mut lw = Lowerer {
             sp: &st.plan,
             layouts: [layouts(st.left), layouts(st.right)],
+            out_layouts: &step_layouts[i],
             ops: Vec::new(),
             scratch: [0; 3],
             grouped: options.grouped,
@@ -232,7 +242,7 @@ impl<'a> Lowerer<'a> {
         let axes = (sp.geometry.c_rows.as_slice(), sp.geometry.c_cols.as_slice());
         let segments = places
             .map(|(at, block, rs)| {
-                let l = &sp.out_layouts[block as usize];
+                let l = &self.out_layouts[block as usize];
                 block_segment(l, axes, rs, at, Direction::Scatter)
             })
             .collect();

@@ -77,7 +77,7 @@ impl Lowerer<'_> {
         let (ap, astep, ash) = self.member_operand(g, Side::A, (m, k));
         let (bp, bstep, bsh) = self.member_operand(g, Side::B, (k, n));
         let direct_c =
-            uniform(&g.c, &sp.c_mats, &sp.out_layouts, Conj::No).and_then(|(o, st, s)| {
+            uniform(&g.c, &sp.c_mats, self.out_layouts, Conj::No).and_then(|(o, st, s)| {
                 let c = Ptr {
                     buf: Buf::Out,
                     offset: o,
@@ -169,7 +169,7 @@ impl Lowerer<'_> {
             let c = sp.c_mats[pc.block as usize].map(|s| {
                 let ptr = Ptr {
                     buf: Buf::Out,
-                    offset: sp.out_layouts[pc.block as usize].offset,
+                    offset: sp.out_layout(pc.block as usize).offset,
                 };
                 (ptr, s)
             });
