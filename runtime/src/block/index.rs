@@ -25,18 +25,14 @@ impl BlockIndex {
             .collect();
         Self::with_index(blocks, Arc::new(index))
     }
-    /// This index's keys, in the same order, with other layouts (sharing the key lookup).
-    pub(crate) fn relaid(&self, layouts: impl IntoIterator<Item = crate::view::Layout>) -> Self {
-        let blocks: Vec<Block> = self
-            .blocks
-            .iter()
-            .zip(layouts)
-            .map(|(b, layout)| Block {
-                key: b.key.clone(),
-                layout,
-            })
-            .collect();
-        debug_assert_eq!(blocks.len(), self.blocks.len(), "one layout per block");
+    /// Indexes `blocks`, which have this index's keys in the same order (other layouts),
+    /// sharing its key lookup.
+    pub(crate) fn sharing_keys(&self, blocks: Vec<Block>) -> Self {
+        debug_assert!(
+            blocks.len() == self.blocks.len()
+                && blocks.iter().zip(&self.blocks).all(|(x, y)| x.key == y.key),
+            "the same keys in the same order"
+        );
         Self::with_index(blocks, self.index.clone())
     }
     fn with_index(blocks: Vec<Block>, index: Arc<FxMap<BlockKey, usize>>) -> Self {

@@ -9,8 +9,9 @@ use crate::view::{mat_shape, Layout, MatShape};
 
 /// Output layout: the blocks of each rectangle or free-axis group that is their only writer
 /// tile one row-major `m x n` matrix, so its GEMM writes in place; every other block is
-/// row-major, after them. Sets the output's length and matrix views; returns the layouts.
-pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<Layout> {
+/// row-major, after them. Sets the output's length and matrix views; returns the output's
+/// blocks.
+pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<Block> {
     let g = &sp.geometry;
     let nout = sp.out_keys.len();
     let dims = |key: &[u32]| -> crate::view::Dims {
@@ -44,15 +45,18 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<L
         }
         offset += gr.m * gr.n;
     }
-    let layouts: Vec<Layout> = tiled
+    let blocks: Vec<Block> = tiled
         .iter()
         .zip(&sp.out_keys)
         .map(|(&(at, n), key)| {
             let d = dims(key);
             if at == usize::MAX {
-                let l = Layout::row_major(&d, offset);
-                offset += l.len();
-                return l;
+                let layout = Layout::row_major(&d, offset);
+                offset += layout.len();
+                return Block {
+                    key: key.clone(),
+                    layout,
+                };
             }
             let mut strides = crate::view::Strides::from_elem(0, d.len());
             let mut acc = n as isize;
@@ -65,32 +69,36 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<L
                 strides[ax] = acc;
                 acc *= d[ax] as isize;
             }
-            Layout {
-                dims: d,
-                strides,
-                offset: at,
+            Block {
+                key: key.clone(),
+                layout: Layout {
+                    dims: d,
+                    strides,
+                    offset: at,
+                },
             }
         })
         .collect();
     sp.out_len = offset;
-    sp.c_mats = layouts
+    sp.c_mats = blocks
         .iter()
-        .map(|l| mat_shape(l, &g.c_rows, &g.c_cols))
+        .map(|b| mat_shape(&b.layout, &g.c_rows, &g.c_cols))
         .collect();
-    layouts
+    blocks
 }
 
 /// Works out every copy the step makes between a block and a packed matrix (see
 /// [`crate::view::Packs`]): per operand block and per output block that is not one strided
 /// matrix, its copy into a row-major matrix of its own (members, the transpose cache); per
-/// packed operand or output of a concatenating group, one copy per place.
+/// packed operand or output of a concatenating group, one copy per place. `blocks`: the
+/// operands' and the output's; `like`: a template's copies (room is reserved for as many).
 pub(super) fn assign_packs(
     sp: &mut StepPlan,
     groups: &mut [Group],
-    blocks: [&[Block]; 2],
-    out_layouts: &[Layout],
+    blocks: [&[Block]; 3],
+    like: Option<&crate::view::Packs>,
 ) {
-    let mut packs = crate::view::Packs::default();
+    let mut packs = like.map_or_else(Default::default, crate::view::Packs::with_room_of);
     let g = &sp.geometry;
     let own_rs =
         |l: &Layout, cols: &[usize]| cols.iter().map(|&c| l.dims[c]).product::<usize>() as isize;
@@ -98,7 +106,7 @@ pub(super) fn assign_packs(
     let mut used = [
         vec![false; sp.operands[0].mats.len()],
         vec![false; sp.operands[1].mats.len()],
-        vec![false; out_layouts.len()],
+        vec![false; blocks[2].len()],
     ];
     for gr in groups.iter().filter(|gr| gr.is_members()) {
         for (u, places) in used.iter_mut().zip([&gr.a, &gr.b, &gr.c]) {
@@ -121,12 +129,12 @@ pub(super) fn assign_packs(
             .collect();
     }
     let c_axes = (g.c_rows.as_slice(), g.c_cols.as_slice());
-    sp.c_pack = out_layouts
+    sp.c_pack = blocks[2]
         .iter()
         .zip(&sp.c_mats)
         .zip(&used[2])
-        .map(|((l, m), &u)| match m {
-            None if u => packs.push(l, c_axes, own_rs(l, c_axes.1), 0),
+        .map(|((b, m), &u)| match m {
+            None if u => packs.push(&b.layout, c_axes, own_rs(&b.layout, c_axes.1), 0),
             _ => u32::MAX,
         })
         .collect();
@@ -145,7 +153,7 @@ pub(super) fn assign_packs(
         if gr.c_access.is_packed() {
             gr.packs[2] = packs.ops.len() as u32;
             for p in &gr.c {
-                let l = &out_layouts[p.block as usize];
+                let l = &blocks[2][p.block as usize].layout;
                 packs.push(l, c_axes, gr.n as isize, p.row * gr.n + p.col);
             }
         }

@@ -259,38 +259,35 @@ pub(crate) fn plan_step_like<T: Scalar>(
         Some(groups) => groups,
         None => group_pairs(&sp, &ks, opts),
     };
-    let layouts = match fixed {
+    let out_blocks = match fixed {
         None => assign_output_layout(&mut sp, &groups),
         Some(t) => {
-            let layouts: Vec<Layout> = t.blocks().iter().map(|b| b.layout.clone()).collect();
             sp.out_len = t.data().len();
             let (rows, cols) = (&sp.geometry.c_rows, &sp.geometry.c_cols);
-            sp.c_mats = layouts.iter().map(|l| mat_shape(l, rows, cols)).collect();
-            layouts
+            sp.c_mats = t
+                .blocks()
+                .iter()
+                .map(|b| mat_shape(&b.layout, rows, cols))
+                .collect();
+            t.blocks().to_vec()
         }
     };
-    finish(
-        &mut sp,
-        (groups, layouts),
-        &model,
-        [a, b],
-        template.map(|t| &*t.out_index),
-    );
+    finish(&mut sp, (groups, out_blocks), &model, [a, b], template);
     Ok(Some(sp))
 }
 
-/// Completes a step once its groups and output layout are fixed: prices and accesses, first
+/// Completes a step once its groups and output blocks are fixed: prices and accesses, first
 /// writes, hazard-free components, scratch, the transpose cache, the precomputed copies and
-/// the shared output index (sharing the key lookup of `keys_like`, an index of the same keys
-/// in the same order, when given).
+/// the shared output index (sharing the key lookup of the template's, whose output has the
+/// same keys in the same order, when given).
 fn finish<T: Scalar>(
     sp: &mut StepPlan,
-    (mut groups, layouts): (Vec<Group>, Vec<Layout>),
+    (mut groups, out_blocks): (Vec<Group>, Vec<Block>),
     model: &super::cost::CostModel,
     [a, b]: [&DynTensor<T>; 2],
-    keys_like: Option<&BlockIndex>,
+    template: Option<&StepPlan>,
 ) {
-    let c_off: Vec<usize> = layouts.iter().map(|l| l.offset).collect();
+    let c_off: Vec<usize> = out_blocks.iter().map(|b| b.layout.offset).collect();
     for gr in &mut groups {
         finalize(sp, gr, model, &c_off);
     }
@@ -300,20 +297,12 @@ fn finish<T: Scalar>(
     for (side, t) in [(Side::A, a), (Side::B, b)] {
         transpose_cache(&groups, &mut sp.operands[side.index()], t, side);
     }
-    assign_packs(sp, &mut groups, [a.blocks(), b.blocks()], &layouts);
+    let blocks = [a.blocks(), b.blocks(), &out_blocks];
+    assign_packs(sp, &mut groups, blocks, template.map(|t| &t.packs));
     sp.groups = groups;
-    sp.out_index = Arc::new(match keys_like {
-        Some(ix) => ix.relaid(layouts),
-        None => BlockIndex::new(
-            sp.out_keys
-                .iter()
-                .zip(layouts)
-                .map(|(k, layout)| Block {
-                    key: k.clone(),
-                    layout,
-                })
-                .collect(),
-        ),
+    sp.out_index = Arc::new(match template {
+        Some(t) => t.out_index.sharing_keys(out_blocks),
+        None => BlockIndex::new(out_blocks),
     });
 }
 

@@ -34,6 +34,15 @@ pub struct Packs {
 }
 
 impl Packs {
+    /// Empty, with room for as many copies and axes as `like` holds.
+    pub fn with_room_of(like: &Packs) -> Self {
+        Packs {
+            dims: Vec::with_capacity(like.dims.len()),
+            block_strides: Vec::with_capacity(like.block_strides.len()),
+            mat_strides: Vec::with_capacity(like.mat_strides.len()),
+            ops: Vec::with_capacity(like.ops.len()),
+        }
+    }
     /// Adds the copy of block `l` (its `rows` then `cols` axes) to a matrix of row stride `rs`
     /// at `mat_off`; returns its index.
     pub fn push(
