@@ -6,16 +6,15 @@ use super::group::{Access, Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::single_cost;
 use super::step::{Keys, StepPlan};
-use crate::hash::FxMap;
+use std::ops::Range;
 
-pub(super) fn family_kind(ks: &Keys, ps: &[u32]) -> GroupKind {
-    let distinct = |v: &Vec<u32>| {
-        let mut x: Vec<u32> = ps.iter().map(|&p| v[p as usize]).collect();
-        x.sort();
-        x.dedup();
-        x.len()
-    };
-    let (nr, nk, nn) = (distinct(&ks.r), distinct(&ks.kk), distinct(&ks.nn));
+/// The concatenating kind of a family of pairs: one contracted key (free-axis), one row and
+/// one column key (contraction-axis), or a rectangle.
+pub(super) fn family_kind(sp: &StepPlan, ks: &Keys, ps: &[u32], pl: &mut Placer) -> GroupKind {
+    kind_of(pl.extents(sp, ks, ps).1)
+}
+
+fn kind_of([nr, nk, nn]: [usize; 3]) -> GroupKind {
     if nk == 1 {
         GroupKind::FreeAxis
     } else if nr == 1 && nn == 1 {
@@ -27,14 +26,16 @@ pub(super) fn family_kind(ks: &Keys, ps: &[u32]) -> GroupKind {
 
 /// Splits a coupled sector's pairs into groups: one rectangle, per-contracted-key
 /// free-axis groups, per-output-block contraction-axis groups, or singles, by predicted time.
+/// Returns the concatenated groups; the pairs left alone go to `singles`.
 pub(super) fn choose_family(
     sp: &StepPlan,
     ks: &Keys,
     ps: &[u32],
     opts: &PlanOptions,
+    pl: &mut Placer,
+    singles: &mut Vec<u32>,
 ) -> Vec<Vec<u32>> {
     let model = &opts.model;
-    let singles: Vec<Vec<u32>> = ps.iter().map(|&p| vec![p]).collect();
     // singles may later be batched: price them as batch members where that is cheaper
     let sep: f64 = ps
         .iter()
@@ -50,98 +51,117 @@ pub(super) fn choose_family(
             }
         })
         .sum();
-    let by = |f: &dyn Fn(u32) -> u64| -> Vec<Vec<u32>> {
-        let mut m: FxMap<u64, Vec<u32>> = FxMap::default();
-        for &p in ps {
-            m.entry(f(p)).or_default().push(p);
-        }
-        let mut v: Vec<Vec<u32>> = m.into_values().collect();
-        v.sort();
-        v
-    };
-    let mut cands: Vec<Candidate> = vec![(sep, 0, singles)];
+    let whole = vec![Range {
+        start: 0,
+        end: ps.len(),
+    }];
+    let mut cands: Vec<Candidate> = vec![(sep, 0, ps.len(), Split::Singles)];
+    let [r, k, n] = pl.extents(sp, ks, ps).1;
     // a class with one contracted key is the only writer of its output blocks, so its
     // free-axis groups get their output laid out in place; otherwise they scatter
-    let sole = distinct(ps, &ks.kk) == 1;
-    let family_cost = |fam: &[Vec<u32>]| -> f64 {
-        fam.iter()
-            .map(|grp| {
-                if grp.len() == 1 {
-                    single_cost(sp, grp[0], model)
-                } else {
-                    concat_cost(sp, ks, grp, model, sole)
-                }
+    let sole = k == 1;
+    let mut cost = |v: &[u32], parts: &[Range<usize>]| -> f64 {
+        parts
+            .iter()
+            .map(|x| match &v[x.clone()] {
+                [p] => single_cost(sp, *p, model),
+                grp => concat_cost(sp, ks, grp, model, sole, pl),
             })
             .sum()
     };
-    if opts.rectangle {
-        let r = distinct(ps, &ks.r);
-        let k = distinct(ps, &ks.kk);
-        let n = distinct(ps, &ks.nn);
-        if ps.len() == r * k * n && k > 1 && (r > 1 || n > 1) {
-            let fam = vec![ps.to_vec()];
-            cands.push((family_cost(&fam), 3, fam));
+    if opts.rectangle && ps.len() == r * k * n && k > 1 && (r > 1 || n > 1) {
+        cands.push((cost(ps, &whole), 3, 1, Split::Whole));
+    }
+    let by_kk = opts.free_axis.then(|| split_by(ps, |p| ks.kk[p as usize]));
+    if let Some((v, parts)) = by_kk.as_ref().filter(|(_, x)| x.len() < ps.len()) {
+        cands.push((cost(v, parts), 2, parts.len(), Split::Contracted));
+    }
+    let by_c = opts
+        .contraction_axis
+        .then(|| split_by(ps, |p| sp.pairs[p as usize].c));
+    if let Some((v, parts)) = by_c.as_ref().filter(|(_, x)| x.len() < ps.len()) {
+        cands.push((cost(v, parts), 1, parts.len(), Split::Output));
+    }
+    let (v, parts): (&[u32], &[Range<usize>]) = match pick(cands, opts.policy) {
+        Split::Singles => {
+            singles.extend_from_slice(ps);
+            return Vec::new();
+        }
+        Split::Whole => (ps, &whole),
+        Split::Contracted => by_kk
+            .as_ref()
+            .map(|(v, x)| (&v[..], &x[..]))
+            .expect("priced"),
+        Split::Output => by_c
+            .as_ref()
+            .map(|(v, x)| (&v[..], &x[..]))
+            .expect("priced"),
+    };
+    let mut groups = Vec::new();
+    for x in parts {
+        match &v[x.clone()] {
+            [p] => singles.push(*p),
+            grp => groups.push(grp.to_vec()),
         }
     }
-    if opts.free_axis {
-        let fam = by(&|p| ks.kk[p as usize] as u64);
-        if fam.iter().any(|g| g.len() > 1) {
-            cands.push((family_cost(&fam), 2, fam));
-        }
-    }
-    if opts.contraction_axis {
-        let fam = by(&|p| sp.pairs[p as usize].c as u64);
-        if fam.iter().any(|g| g.len() > 1) {
-            cands.push((family_cost(&fam), 1, fam));
-        }
-    }
-    pick(cands, opts.policy)
+    groups
 }
 
-/// A candidate split of a sector: predicted time, preference when forced, the groups.
-type Candidate = (f64, u8, Vec<Vec<u32>>);
+/// The pairs sorted by a key (each key's pairs in the order given) and the ranges of equal
+/// keys, ordered by their first pair.
+fn split_by(ps: &[u32], key: impl Fn(u32) -> u32) -> (Vec<u32>, Vec<Range<usize>>) {
+    let mut v = ps.to_vec();
+    v.sort_by_key(|&p| key(p));
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for part in v.chunk_by(|&x, &y| key(x) == key(y)) {
+        parts.push(start..start + part.len());
+        start += part.len();
+    }
+    parts.sort_unstable_by_key(|x| v[x.start]);
+    (v, parts)
+}
+
+/// How a candidate splits a sector.
+#[derive(Debug, Clone, Copy)]
+enum Split {
+    Singles,
+    Whole,
+    Contracted,
+    Output,
+}
+
+/// A candidate split of a sector: predicted time, preference when forced, number of calls,
+/// the split.
+type Candidate = (f64, u8, usize, Split);
 
 /// The fastest candidate (among those within TIE of it, the one with the fewest calls), or
 /// with `Policy::Always` the most coalescing one.
-fn pick(cands: Vec<Candidate>, policy: Policy) -> Vec<Vec<u32>> {
+fn pick(cands: Vec<Candidate>, policy: Policy) -> Split {
     let fastest = cands.iter().map(|c| c.0).fold(f64::INFINITY, f64::min);
     let best = match policy {
         Policy::CostModel => cands
             .into_iter()
             .filter(|c| c.0 <= fastest * (1.0 + TIE))
-            .min_by_key(|c| c.2.len()),
+            .min_by_key(|c| c.2),
         Policy::Always => cands.into_iter().max_by_key(|c| c.1),
     };
-    best.map(|c| c.2).unwrap_or_default()
-}
-
-fn distinct(ps: &[u32], ids: &[u32]) -> usize {
-    let mut x: Vec<u32> = ps.iter().map(|&p| ids[p as usize]).collect();
-    x.sort();
-    x.dedup();
-    x.len()
+    best.map_or(Split::Singles, |c| c.3)
 }
 
 /// Rough cost of a concatenating group before layouts are known: operands packed, the
 /// output direct for rectangles and contraction-axis groups, scattered otherwise.
-fn concat_cost(sp: &StepPlan, ks: &Keys, ps: &[u32], model: &CostModel, sole_writer: bool) -> f64 {
-    // the concatenated extents: each distinct row, inner and column key counted once
-    let extent = |ids: &[u32], dim: fn(&crate::step::PairGemm) -> usize| -> usize {
-        let mut v: Vec<(u32, usize)> = ps
-            .iter()
-            .map(|&p| (ids[p as usize], dim(&sp.pairs[p as usize])))
-            .collect();
-        v.sort_unstable();
-        v.dedup_by_key(|x| x.0);
-        v.iter().map(|x| x.1).sum()
-    };
-    let (m, k, n) = (
-        extent(&ks.r, |p| p.m),
-        extent(&ks.kk, |p| p.k),
-        extent(&ks.nn, |p| p.n),
-    );
+fn concat_cost(
+    sp: &StepPlan,
+    ks: &Keys,
+    ps: &[u32],
+    model: &CostModel,
+    sole_writer: bool,
+    pl: &mut Placer,
+) -> f64 {
+    let ([m, k, n], distinct) = pl.extents(sp, ks, ps);
     let mut packed = m * k + k * n;
-    if family_kind(ks, ps) == GroupKind::FreeAxis && !sole_writer {
+    if kind_of(distinct) == GroupKind::FreeAxis && !sole_writer {
         packed += 2 * m * n;
     }
     model.gemm_s(m, n, k) + model.pack_s(packed)
@@ -182,8 +202,32 @@ impl Placer {
         }
         self.off[which][i]
     }
-    /// Whether block `id` of kind `which` (3: A, 4: B, 5: output) is new to the current group
-    /// (it is marked seen).
+    /// The concatenated extents of a set of pairs (`m`, `k`, `n`: each distinct row, inner
+    /// and column key counted once) and how many distinct keys of each.
+    pub(super) fn extents(
+        &mut self,
+        sp: &StepPlan,
+        ks: &Keys,
+        ps: &[u32],
+    ) -> ([usize; 3], [usize; 3]) {
+        self.now += 1;
+        let (mut ext, mut cnt) = ([0; 3], [0; 3]);
+        for &p in ps {
+            let (i, pr) = (p as usize, &sp.pairs[p as usize]);
+            for (w, (id, len)) in [(ks.r[i], pr.m), (ks.kk[i], pr.k), (ks.nn[i], pr.n)]
+                .into_iter()
+                .enumerate()
+            {
+                if self.first(w, id) {
+                    ext[w] += len;
+                    cnt[w] += 1;
+                }
+            }
+        }
+        (ext, cnt)
+    }
+    /// Whether id `id` of kind `which` (0-2: row, contracted, column key; 3: A, 4: B, 5:
+    /// output block) is new to the current group (it is marked seen).
     fn first(&mut self, which: usize, id: u32) -> bool {
         let s = &mut self.stamp[which][id as usize];
         std::mem::replace(s, self.now) != self.now

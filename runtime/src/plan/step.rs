@@ -343,19 +343,10 @@ fn group_pairs(sp: &StepPlan, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
     let mut singles: Vec<u32> = Vec::new();
     let mut placer = Placer::new(sp, ks);
     for cid in class_ids {
-        for fam in choose_family(sp, ks, &classes[&cid], opts) {
-            if fam.len() == 1 {
-                singles.push(fam[0]);
-            } else {
-                groups.push(concat_group(
-                    sp,
-                    ks,
-                    &fam,
-                    family_kind(ks, &fam),
-                    &mut placer,
-                    [0; 3],
-                ));
-            }
+        let ps = &classes[&cid];
+        for fam in choose_family(sp, ks, ps, opts, &mut placer, &mut singles) {
+            let kind = family_kind(sp, ks, &fam, &mut placer);
+            groups.push(concat_group(sp, ks, &fam, kind, &mut placer, [0; 3]));
         }
     }
     groups.extend(batch_singles(sp, singles, opts));

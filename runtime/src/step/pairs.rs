@@ -56,6 +56,7 @@ pub struct PairList {
 pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) -> PairList {
     let by_contr = by_contracted(b, &g.b_contr);
     let mut out_index: FxMap<InlineKey, u32> = FxMap::default();
+    out_index.reserve(a.num_blocks().max(b.num_blocks()));
     let mut out_keys: Vec<BlockKey> = Vec::new();
     let mut pairs = Vec::new();
     let rank_out = g.c_rows.len() + g.c_cols.len();
@@ -97,7 +98,8 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     }
     // renumber output blocks in key order
     let mut order: Vec<u32> = (0..out_keys.len() as u32).collect();
-    order.sort_by(|&x, &y| out_keys[x as usize].cmp(&out_keys[y as usize]));
+    // keys are distinct: an unstable sort gives the one order
+    order.sort_unstable_by(|&x, &y| out_keys[x as usize].cmp(&out_keys[y as usize]));
     let mut rank = vec![0u32; order.len()];
     for (new, &old) in order.iter().enumerate() {
         rank[old as usize] = new as u32;
@@ -110,7 +112,7 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
         .map(|&o| out_keys[o as usize].clone())
         .collect();
     std::mem::swap(&mut out_keys, &mut sorted_keys);
-    pairs.sort_by_key(|p| (p.c, p.a, p.b));
+    pairs.sort_unstable_by_key(|p| (p.c, p.a, p.b));
     debug_assert!(out_keys
         .iter()
         .all(|k| { block_charge(&g.out_legs, &g.symmetry, k) == g.out_charge }));
