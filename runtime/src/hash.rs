@@ -57,14 +57,29 @@ impl std::hash::Hasher for Fx {
 pub type FxMap<K, V> = std::collections::HashMap<K, V, std::hash::BuildHasherDefault<Fx>>;
 
 /// Up to [`crate::view::MAX_RANK`] sector positions inline: a block key (or part of one)
-/// without a heap allocation, for hashing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// without a heap allocation, for hashing. Ordered as its positions are (keys of one length
+/// compare as their slices do: the unused positions are zero).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct InlineKey {
     len: u8,
     ids: [u32; 16],
 }
 
+// only the used positions, two per word (a key is hashed for every block pair of a step)
+impl std::hash::Hash for InlineKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u8(self.len);
+        for w in self.ids[..self.len as usize].chunks(2) {
+            h.write_u64(w[0] as u64 | (w.get(1).copied().unwrap_or(0) as u64) << 32);
+        }
+    }
+}
+
 impl InlineKey {
+    /// The positions.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids[..self.len as usize]
+    }
     /// The positions of `key` at `legs` (at most 16 legs).
     #[inline]
     pub fn pick(key: &[u32], legs: &[usize]) -> Self {

@@ -57,7 +57,7 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     let by_contr = by_contracted(b, &g.b_contr);
     let mut out_index: FxMap<InlineKey, u32> = FxMap::default();
     out_index.reserve(a.num_blocks().max(b.num_blocks()));
-    let mut out_keys: Vec<BlockKey> = Vec::new();
+    let mut out_keys: Vec<InlineKey> = Vec::new();
     let mut pairs = Vec::new();
     let rank_out = g.c_rows.len() + g.c_cols.len();
     for (i, ablk) in a.blocks().iter().enumerate() {
@@ -78,7 +78,7 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
             }
             let ik = InlineKey::pick(&ok, &IDENTITY[..rank_out]);
             let c = *out_index.entry(ik).or_insert_with(|| {
-                out_keys.push(ok[..rank_out].into());
+                out_keys.push(ik);
                 (out_keys.len() - 1) as u32
             });
             let n: usize = g.b_free.iter().map(|&l| bblk.layout.dims[l]).product();
@@ -94,25 +94,39 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     }
     // a full contraction (rank-0 result) of charge zero always has its one element
     if rank_out == 0 && out_keys.is_empty() && g.out_charge == g.symmetry.zero() {
-        out_keys.push(BlockKey::from([]));
+        out_keys.push(InlineKey::pick(&[], &[]));
     }
-    // renumber output blocks in key order
+    // renumber output blocks in key order (keys are distinct: an unstable sort gives the one
+    // order)
     let mut order: Vec<u32> = (0..out_keys.len() as u32).collect();
-    // keys are distinct: an unstable sort gives the one order
-    order.sort_unstable_by(|&x, &y| out_keys[x as usize].cmp(&out_keys[y as usize]));
+    order.sort_unstable_by_key(|&x| out_keys[x as usize]);
     let mut rank = vec![0u32; order.len()];
     for (new, &old) in order.iter().enumerate() {
         rank[old as usize] = new as u32;
     }
+    // sorted by (output, A, B): by output, stably (each output's pairs were made in (A, B)
+    // order: A blocks in order, and each contracted key's B blocks in order)
+    let mut starts = vec![0usize; order.len() + 1];
     for p in &mut pairs {
         p.c = rank[p.c as usize];
+        starts[p.c as usize + 1] += 1;
     }
-    let mut sorted_keys: Vec<BlockKey> = order
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut sorted = pairs.clone();
+    for p in pairs {
+        sorted[starts[p.c as usize]] = p;
+        starts[p.c as usize] += 1;
+    }
+    let pairs = sorted;
+    debug_assert!(pairs
+        .windows(2)
+        .all(|w| (w[0].c, w[0].a, w[0].b) < (w[1].c, w[1].a, w[1].b)));
+    let out_keys: Vec<BlockKey> = order
         .iter()
-        .map(|&o| out_keys[o as usize].clone())
+        .map(|&o| out_keys[o as usize].ids().into())
         .collect();
-    std::mem::swap(&mut out_keys, &mut sorted_keys);
-    pairs.sort_unstable_by_key(|p| (p.c, p.a, p.b));
     debug_assert!(out_keys
         .iter()
         .all(|k| { block_charge(&g.out_legs, &g.symmetry, k) == g.out_charge }));
