@@ -215,3 +215,64 @@ fn f32_and_c64_workloads_follow_the_generator() {
         blockcontract::workload::generate(1, 8) as f32
     );
 }
+
+/// `Workload::near` keeps every space's sectors (charges, order) and every tensor's blocks,
+/// moves each block-leg sector's dimension by at most one (never below one), leaves local legs
+/// alone, changes some dimension, and is planned from the original's cached plan with a
+/// result that agrees with the per-pair reference.
+#[test]
+fn a_near_workload_keeps_sectors_and_blocks_and_plans_from_the_original() {
+    use blockcontract::plan::{cache::spec_fingerprint, PlanOptions};
+    use blockcontract::{contract_dyn, execute, DynTensor, PlanCache, SpaceKind};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    for file in [
+        "hubbard_u1u1_m64_heff2.json",
+        "heisenberg_u1_m64_heff1.json",
+    ] {
+        let w = Workload::load(dir.join(file)).unwrap();
+        let n = w.near(7).unwrap();
+        let mut moved = 0;
+        for (name, sp) in &w.spaces {
+            let ns = &n.spaces[name];
+            assert_eq!(ns.sectors().len(), sp.sectors().len(), "{file}: {name}");
+            for (a, b) in sp.sectors().iter().zip(ns.sectors()) {
+                assert_eq!(a.charge, b.charge, "{file}: {name}");
+                if sp.kind() == SpaceKind::Local {
+                    assert_eq!(a.dim, b.dim, "{file}: local leg {name} unchanged");
+                }
+                assert!(b.dim >= 1 && a.dim.abs_diff(b.dim) <= 1, "{file}: {name}");
+                moved += usize::from(a.dim != b.dim);
+            }
+        }
+        assert!(moved > 0, "{file}: some dimension moved");
+        let (ops, nops) = (
+            w.build_operands::<f64>().unwrap(),
+            n.build_operands::<f64>().unwrap(),
+        );
+        for (a, b) in ops.iter().zip(&nops) {
+            let keys =
+                |t: &DynTensor<f64>| t.blocks().iter().map(|x| x.key.clone()).collect::<Vec<_>>();
+            assert_eq!(keys(a), keys(b), "{file}: the same blocks");
+        }
+        let (r, nr): (Vec<&DynTensor<f64>>, Vec<&DynTensor<f64>>) =
+            (ops.iter().collect(), nops.iter().collect());
+        let (spec, opts) = (&w.contraction, PlanOptions::default());
+        let cache = PlanCache::new();
+        cache
+            .get_or_plan(spec, spec_fingerprint(spec), &r, &opts)
+            .unwrap();
+        let plan = cache
+            .get_or_plan(spec, spec_fingerprint(spec), &nr, &opts)
+            .unwrap();
+        assert_eq!(
+            cache.stats().templated,
+            1,
+            "{file}: planned from the original"
+        );
+        let (got, _, _) = execute(&plan, &nr, 1.0, 1, None).unwrap();
+        let (want, _) = contract_dyn(spec, &nr, 1.0, Executor::Pairwise).unwrap();
+        let diff = got.to_dense().unwrap() - want.to_dense().unwrap();
+        let rel = diff.iter().map(|x| x * x).sum::<f64>().sqrt() / want.norm();
+        assert!(rel < 1e-12, "{file}: relative difference {rel}");
+    }
+}
