@@ -473,6 +473,58 @@ fn vector_operations_match_dense() {
     ));
 }
 
+/// `project_out` removes `<b_i|w> b_i` with the coefficients of `w` as given, on the
+/// cache-blocked path (every basis tensor in `w`'s layout) and on the block-by-block one (a
+/// basis tensor in another memory order), equal to the same sums on dense arrays; bad input
+/// gets a typed error.
+#[test]
+fn project_out_matches_dense() {
+    let mut rng = common::Rng(11);
+    let s = common::symmetry(3);
+    let legs: Vec<Leg> = (0..3)
+        .map(|i| {
+            let sp = common::space(&mut rng, &s);
+            if i == 1 {
+                Leg::inc(&sp)
+            } else {
+                Leg::out(&sp)
+            }
+        })
+        .collect();
+    let w0 = DynTensor::<Complex64>::random(legs.clone(), s.zero(), 1).unwrap();
+    let b0 = DynTensor::<Complex64>::random(legs.clone(), s.zero(), 2).unwrap();
+    let b1 = DynTensor::<Complex64>::random(legs.clone(), s.zero(), 3).unwrap();
+    let permuted = b1.relayout(&[1, 2, 0]).unwrap();
+    let dense = |t: &DynTensor<Complex64>| t.to_dense().unwrap();
+    let dot = |a: &DynTensor<Complex64>, b: &DynTensor<Complex64>| -> Complex64 {
+        dense(a)
+            .iter()
+            .zip(dense(b).iter())
+            .map(|(x, y)| x.conj() * y)
+            .sum()
+    };
+    let (c0, c1) = (dot(&b0, &w0), dot(&b1, &w0));
+    let want = &dense(&w0) - &(&dense(&b0).mapv(|x| c0 * x) + &dense(&b1).mapv(|x| c1 * x));
+    let want_norm = want.iter().map(|x| x.norm_sqr()).sum::<f64>().sqrt();
+    for (basis, path) in [([&b0, &b1], "fused"), ([&b0, &permuted], "per block")] {
+        let mut w = w0.clone();
+        let p = w.project_out(&basis).unwrap();
+        let tol = 1e-12 * (1.0 + w0.norm().powi(2));
+        assert!((p.coefs[0] - c0).norm() < tol, "{path}");
+        assert!((p.coefs[1] - c1).norm() < tol, "{path}");
+        assert!((p.norm_before - w0.norm()).abs() < tol, "{path}");
+        assert!((p.norm_after - want_norm).abs() < tol, "{path}");
+        assert!(common::rel_diff(&dense(&w), &want) < 1e-12, "{path}");
+    }
+    // other legs: a typed error
+    let other = b0.conj();
+    let mut w = w0.clone();
+    assert!(matches!(
+        w.project_out(&[&b0, &other]),
+        Err(Error::FlowMismatch { .. })
+    ));
+}
+
 #[test]
 fn bad_factorization_input_gets_typed_errors() {
     let (t, _, _) = case::<f64>(1, 0);

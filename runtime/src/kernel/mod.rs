@@ -7,7 +7,7 @@ mod reduce;
 mod tiny;
 
 pub use faer_adapter::{gemm, gemm_par};
-pub use reduce::{dot_conj, sum_abs2};
+pub use reduce::{dot_conj, project_out, sum_abs2};
 pub use tiny::{tiny_gemm, tiny_wins, TINY_MNK};
 
 use crate::scalar::Conj;

@@ -42,6 +42,44 @@ pub fn sum_abs2<T: Scalar>(a: &[T], step: usize) -> f64 {
     rest.iter().map(|x| x.abs2()).sum::<f64>() + acc.iter().sum::<f64>()
 }
 
+/// Elements of one cache-resident piece of a vector in [`project_out`] (16 KiB of complex).
+const PIECE: usize = 1024;
+
+/// One classical Gram-Schmidt pass, blocked for the cache: `coefs[i] = <basis_i|w>` (`w` as
+/// given), then `w -= sum_i coefs[i] * basis_i`. Every vector is read once per half while a
+/// piece of `w` stays in cache (`2k + 3` passes over memory where `k` dots and `k` axpys
+/// take `5k`). Returns `|w|^2` before and after. The basis slices are as long as `w`;
+/// `coefs` has one entry per basis vector.
+pub fn project_out<T: Scalar>(w: &mut [T], basis: &[&[T]], coefs: &mut [T]) -> (f64, f64) {
+    let n = w.len();
+    assert!(
+        basis.iter().all(|b| b.len() == n) && coefs.len() == basis.len(),
+        "project_out: every basis vector as long as w, one coefficient each"
+    );
+    coefs.fill(T::zero());
+    let mut before = 0.0;
+    for start in (0..n).step_by(PIECE) {
+        let piece = start..(start + PIECE).min(n);
+        let wp = &w[piece.clone()];
+        before += sum_abs2(wp, 1);
+        for (c, b) in coefs.iter_mut().zip(basis) {
+            *c += dot_conj(&b[piece.clone()], wp);
+        }
+    }
+    let mut after = 0.0;
+    for start in (0..n).step_by(PIECE) {
+        let piece = start..(start + PIECE).min(n);
+        let wp = &mut w[piece.clone()];
+        for (&c, b) in coefs.iter().zip(basis) {
+            for (x, &y) in wp.iter_mut().zip(&b[piece.clone()]) {
+                *x -= c * y;
+            }
+        }
+        after += sum_abs2(wp, 1);
+    }
+    (before, after)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,5 +101,42 @@ mod tests {
             let n3: f64 = a.iter().step_by(3).map(|x| x.norm_sqr()).sum();
             assert!((sum_abs2(&a, 3) - n3).abs() <= 1e-12 * (1.0 + n3));
         }
+    }
+
+    #[test]
+    fn project_out_equals_dots_then_axpys() {
+        // lengths around the piece size, real and complex
+        for n in [0usize, 5, PIECE - 1, PIECE, 2 * PIECE + 17] {
+            let vec_of = |seed: usize| -> Vec<Complex64> {
+                (0..n)
+                    .map(|i| {
+                        let x = ((i * 7 + seed * 13) % 23) as f64 - 11.0;
+                        Complex64::new(x / 7.0, ((i + seed) % 5) as f64 - 2.0)
+                    })
+                    .collect()
+            };
+            let (w0, b0, b1) = (vec_of(1), vec_of(2), vec_of(3));
+            let mut w = w0.clone();
+            let mut coefs = [Complex64::new(9.0, 9.0); 2];
+            let (before, after) = project_out(&mut w, &[&b0, &b1], &mut coefs);
+            let dot = |a: &[Complex64], b: &[Complex64]| -> Complex64 {
+                a.iter().zip(b).map(|(x, y)| x.conj() * y).sum()
+            };
+            let (c0, c1) = (dot(&b0, &w0), dot(&b1, &w0));
+            let tol = 1e-10 * (1.0 + dot(&w0, &w0).norm());
+            assert!((coefs[0] - c0).norm() <= tol && (coefs[1] - c1).norm() <= tol);
+            let want: Vec<Complex64> = (0..n).map(|i| w0[i] - c0 * b0[i] - c1 * b1[i]).collect();
+            for (x, y) in w.iter().zip(&want) {
+                assert!((x - y).norm() <= tol, "{x} vs {y} at n = {n}");
+            }
+            assert!((before - dot(&w0, &w0).re).abs() <= tol);
+            assert!((after - dot(&want, &want).re).abs() <= tol * (1.0 + after));
+        }
+        // real: w loses exactly its component along a unit vector
+        let mut w = vec![3.0f64, 4.0, 5.0];
+        let mut c = [0.0];
+        let (before, after) = project_out(&mut w, &[&[0.0, 1.0, 0.0]], &mut c);
+        assert_eq!((c[0], before, after), (4.0, 50.0, 34.0));
+        assert_eq!(w, [3.0, 0.0, 5.0]);
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
+use crate::linalg::Projection;
 use crate::scalar::Scalar;
 use faer::Mat;
 
@@ -18,6 +19,24 @@ pub trait Vector: Clone {
     fn scale(&mut self, alpha: Self::Elem);
     /// The Euclidean norm.
     fn norm(&self) -> f64;
+    /// One classical Gram-Schmidt pass against `basis`: `self -= sum_i <b_i|self> b_i`, the
+    /// coefficients taken from `self` as given. The default runs the inner products, then
+    /// the axpys; block-sparse tensors do it in two cache-blocked passes over memory.
+    fn project_out(&mut self, basis: &[Self]) -> Result<Projection<Self::Elem>> {
+        let norm_before = self.norm();
+        let coefs = basis
+            .iter()
+            .map(|b| b.inner(self))
+            .collect::<Result<Vec<_>>>()?;
+        for (&c, b) in coefs.iter().zip(basis) {
+            self.axpy(-c, b)?;
+        }
+        Ok(Projection {
+            coefs,
+            norm_before,
+            norm_after: self.norm(),
+        })
+    }
 }
 
 impl<T: Scalar> Vector for DynTensor<T> {
@@ -33,6 +52,10 @@ impl<T: Scalar> Vector for DynTensor<T> {
     }
     fn norm(&self) -> f64 {
         DynTensor::norm(self)
+    }
+    fn project_out(&mut self, basis: &[Self]) -> Result<Projection<T>> {
+        let refs: Vec<&Self> = basis.iter().collect();
+        DynTensor::project_out(self, &refs)
     }
 }
 
@@ -128,21 +151,17 @@ pub fn lanczos<V: Vector>(
     loop {
         let k = basis.len() - 1;
         let mut w = apply(&basis[k])?;
-        alpha.push(basis[k].inner(&w)?.re());
         // full reorthogonalisation against the whole basis, classical Gram-Schmidt twice
-        // ("twice is enough"): one pass loses orthogonality when w is nearly in the span (a
-        // small new beta), and a non-orthogonal basis gives Ritz values below the spectrum
-        let before = w.norm();
-        for pass in 0..2 {
-            for b in &basis {
-                let c = b.inner(&w)?;
-                w.axpy(-c, b)?;
-            }
-            if pass == 0 && w.norm() > 0.5 * before {
-                break;
-            }
+        // when needed ("twice is enough"): one pass loses orthogonality when w is nearly in
+        // the span (a small new beta), and a non-orthogonal basis gives Ritz values below the
+        // spectrum. The first pass's last coefficient is <v_k|A v_k>, the new alpha.
+        let first = w.project_out(&basis)?;
+        alpha.push(first.coefs[k].re());
+        let before = first.norm_before;
+        let mut b = first.norm_after;
+        if b <= 0.5 * before {
+            b = w.project_out(&basis)?.norm_after;
         }
-        let b = w.norm();
         (e, coef) = tridiagonal_ground(&alpha, &beta)?;
         let scale = alpha.iter().fold(1.0f64, |m, a| m.max(a.abs()));
         if basis.len() >= opts.min_iter && (e_prev - e).abs() < opts.tol * scale.max(e.abs()) {

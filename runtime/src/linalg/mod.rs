@@ -31,6 +31,7 @@ mod vector;
 
 pub use factor::{eigh, lq, qr, svd, Eigh, Svd, Truncation};
 pub use lanczos::{lanczos, LanczosOptions, LanczosResult, Vector};
+pub use vector::Projection;
 
 /// Sets the threads faer's dense factorizations (and its other global-parallelism routines)
 /// use: 1 for sequential.

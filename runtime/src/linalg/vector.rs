@@ -5,7 +5,7 @@
 use crate::block::{BlockKey, DynTensor};
 use crate::error::Result;
 use crate::hash::generate;
-use crate::kernel::dot_conj;
+use crate::kernel::{dot_conj, project_out};
 use crate::scalar::{monomorphic, Scalar};
 use crate::symmetry::{Charge, Leg};
 use crate::view::{for_each_pair, strided_copy, CopyMode, Layout, MAX_RANK};
@@ -107,6 +107,45 @@ impl<T: Scalar> DynTensor<T> {
         Ok(s)
     }
 
+    /// Orthogonalises this tensor against `basis` by one classical Gram-Schmidt pass:
+    /// `self -= sum_i <b_i|self> b_i`, the coefficients taken from `self` as given (a
+    /// projection when `basis` is orthonormal). Each tensor must have this tensor's legs and
+    /// charge. When all share this tensor's layout, one cache-blocked pass per half
+    /// ([`crate::kernel::project_out`]) instead of a pass per inner product and per axpy.
+    pub fn project_out(&mut self, basis: &[&Self]) -> Result<Projection<T>> {
+        (entry::<T>()?.project_out)(self, basis)
+    }
+
+    /// [`Self::project_out`], instantiated per element type.
+    fn project_out_here(&mut self, basis: &[&Self]) -> Result<Projection<T>> {
+        if basis.iter().all(|b| self.same_layout(b)) {
+            for b in basis {
+                self.check_same_legs(b, &leg_names(self.rank()))?;
+            }
+            let mut coefs = vec![T::zero(); basis.len()];
+            let slices: Vec<&[T]> = basis.iter().map(|b| b.data()).collect();
+            let (before, after) = project_out(self.data_mut(), &slices, &mut coefs);
+            return Ok(Projection {
+                coefs,
+                norm_before: before.sqrt(),
+                norm_after: after.sqrt(),
+            });
+        }
+        let norm_before = self.norm();
+        let coefs = basis
+            .iter()
+            .map(|b| b.inner_here(self))
+            .collect::<Result<Vec<T>>>()?;
+        for (&c, b) in coefs.iter().zip(basis) {
+            self.axpy_here(-c, b)?;
+        }
+        Ok(Projection {
+            coefs,
+            norm_before,
+            norm_after: self.norm(),
+        })
+    }
+
     /// A tensor with every block the selection rule allows, values uniform in `[-1, 1)` from
     /// `seed` (the workload generator at each element's dense index; complex values get an
     /// imaginary part too): the same seed gives the same tensor.
@@ -125,6 +164,18 @@ impl<T: Scalar> DynTensor<T> {
     }
 }
 
+/// What [`DynTensor::project_out`] found: the coefficients `<b_i|v>` it removed and the
+/// norm of the vector before and after.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Projection<T> {
+    /// `<b_i|v>` per basis vector, `v` as given.
+    pub coefs: Vec<T>,
+    /// `|v|` before the pass.
+    pub norm_before: f64,
+    /// `|v|` after it.
+    pub norm_after: f64,
+}
+
 /// The vector operations Lanczos runs every iteration, instantiated in this crate per element
 /// type (see [`monomorphic!`](crate::scalar::monomorphic)).
 // a table of function pointers spells out each signature
@@ -132,12 +183,14 @@ impl<T: Scalar> DynTensor<T> {
 struct Entry<T: Scalar> {
     axpy: fn(&mut DynTensor<T>, T, &DynTensor<T>) -> Result<()>,
     inner: fn(&DynTensor<T>, &DynTensor<T>) -> Result<T>,
+    project_out: fn(&mut DynTensor<T>, &[&DynTensor<T>]) -> Result<Projection<T>>,
 }
 
 impl<T: Scalar> Entry<T> {
     const NEW: Self = Entry {
         axpy: DynTensor::<T>::axpy_here,
         inner: DynTensor::<T>::inner_here,
+        project_out: DynTensor::<T>::project_out_here,
     };
 }
 
