@@ -48,8 +48,9 @@ const PIECE: usize = 1024;
 /// One classical Gram-Schmidt pass, blocked for the cache: `coefs[i] = <basis_i|w>` (`w` as
 /// given), then `w -= sum_i coefs[i] * basis_i`. Every vector is read once per half while a
 /// piece of `w` stays in cache (`2k + 3` passes over memory where `k` dots and `k` axpys
-/// take `5k`). Returns `|w|^2` before and after. The basis slices are as long as `w`;
-/// `coefs` has one entry per basis vector.
+/// take `5k`), and four basis vectors are taken at a time (one load and store of `w` per
+/// four). Returns `|w|^2` before and after. The basis slices are as long as `w`; `coefs`
+/// has one entry per basis vector.
 pub fn project_out<T: Scalar>(w: &mut [T], basis: &[&[T]], coefs: &mut [T]) -> (f64, f64) {
     let n = w.len();
     assert!(
@@ -62,7 +63,13 @@ pub fn project_out<T: Scalar>(w: &mut [T], basis: &[&[T]], coefs: &mut [T]) -> (
         let piece = start..(start + PIECE).min(n);
         let wp = &w[piece.clone()];
         before += sum_abs2(wp, 1);
-        for (c, b) in coefs.iter_mut().zip(basis) {
+        let mut cs = coefs.chunks_exact_mut(4);
+        let mut bs = basis.chunks_exact(4);
+        for (c, b) in (&mut cs).zip(&mut bs) {
+            let d = dot4([0, 1, 2, 3].map(|j| &b[j][piece.clone()]), wp);
+            c.iter_mut().zip(d).for_each(|(c, d)| *c += d);
+        }
+        for (c, b) in cs.into_remainder().iter_mut().zip(bs.remainder()) {
             *c += dot_conj(&b[piece.clone()], wp);
         }
     }
@@ -70,7 +77,15 @@ pub fn project_out<T: Scalar>(w: &mut [T], basis: &[&[T]], coefs: &mut [T]) -> (
     for start in (0..n).step_by(PIECE) {
         let piece = start..(start + PIECE).min(n);
         let wp = &mut w[piece.clone()];
-        for (&c, b) in coefs.iter().zip(basis) {
+        let mut cs = coefs.chunks_exact(4);
+        let mut bs = basis.chunks_exact(4);
+        for (c, b) in (&mut cs).zip(&mut bs) {
+            let [b0, b1, b2, b3] = [0, 1, 2, 3].map(|j| &b[j][piece.clone()]);
+            for (i, x) in wp.iter_mut().enumerate() {
+                *x -= c[0] * b0[i] + c[1] * b1[i] + c[2] * b2[i] + c[3] * b3[i];
+            }
+        }
+        for (&c, b) in cs.remainder().iter().zip(bs.remainder()) {
             for (x, &y) in wp.iter_mut().zip(&b[piece.clone()]) {
                 *x -= c * y;
             }
@@ -78,6 +93,29 @@ pub fn project_out<T: Scalar>(w: &mut [T], basis: &[&[T]], coefs: &mut [T]) -> (
         after += sum_abs2(wp, 1);
     }
     (before, after)
+}
+
+/// `<b_j|w>` for four slices as long as `w`, `w` read once.
+fn dot4<T: Scalar>(b: [&[T]; 4], w: &[T]) -> [T; 4] {
+    const L: usize = LANES / 2;
+    let mut acc = [[T::zero(); L]; 4];
+    let n = w.len() / L * L;
+    let b = b.map(|x| &x[..w.len()]);
+    for i in (0..n).step_by(L) {
+        for l in 0..L {
+            let y = w[i + l];
+            for j in 0..4 {
+                acc[j][l] += b[j][i + l].conj() * y;
+            }
+        }
+    }
+    let mut out = acc.map(|a| a.iter().fold(T::zero(), |s, &v| s + v));
+    for i in n..w.len() {
+        for j in 0..4 {
+            out[j] += b[j][i].conj() * w[i];
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -105,7 +143,8 @@ mod tests {
 
     #[test]
     fn project_out_equals_dots_then_axpys() {
-        // lengths around the piece size, real and complex
+        // lengths around the piece size; one to six basis vectors (groups of four and the
+        // rest)
         for n in [0usize, 5, PIECE - 1, PIECE, 2 * PIECE + 17] {
             let vec_of = |seed: usize| -> Vec<Complex64> {
                 (0..n)
@@ -115,22 +154,30 @@ mod tests {
                     })
                     .collect()
             };
-            let (w0, b0, b1) = (vec_of(1), vec_of(2), vec_of(3));
-            let mut w = w0.clone();
-            let mut coefs = [Complex64::new(9.0, 9.0); 2];
-            let (before, after) = project_out(&mut w, &[&b0, &b1], &mut coefs);
             let dot = |a: &[Complex64], b: &[Complex64]| -> Complex64 {
                 a.iter().zip(b).map(|(x, y)| x.conj() * y).sum()
             };
-            let (c0, c1) = (dot(&b0, &w0), dot(&b1, &w0));
-            let tol = 1e-10 * (1.0 + dot(&w0, &w0).norm());
-            assert!((coefs[0] - c0).norm() <= tol && (coefs[1] - c1).norm() <= tol);
-            let want: Vec<Complex64> = (0..n).map(|i| w0[i] - c0 * b0[i] - c1 * b1[i]).collect();
-            for (x, y) in w.iter().zip(&want) {
-                assert!((x - y).norm() <= tol, "{x} vs {y} at n = {n}");
+            let w0 = vec_of(0);
+            for k in 1..=6 {
+                let basis: Vec<Vec<Complex64>> = (1..=k).map(vec_of).collect();
+                let refs: Vec<&[Complex64]> = basis.iter().map(|b| b.as_slice()).collect();
+                let mut w = w0.clone();
+                let mut coefs = vec![Complex64::new(9.0, 9.0); k];
+                let (before, after) = project_out(&mut w, &refs, &mut coefs);
+                let want_c: Vec<Complex64> = basis.iter().map(|b| dot(b, &w0)).collect();
+                let tol = 1e-10 * (1.0 + dot(&w0, &w0).norm());
+                for (c, d) in coefs.iter().zip(&want_c) {
+                    assert!((c - d).norm() <= tol, "{c} vs {d} at n = {n}, k = {k}");
+                }
+                let want: Vec<Complex64> = (0..n)
+                    .map(|i| w0[i] - (0..k).map(|j| want_c[j] * basis[j][i]).sum::<Complex64>())
+                    .collect();
+                for (x, y) in w.iter().zip(&want) {
+                    assert!((x - y).norm() <= tol, "{x} vs {y} at n = {n}, k = {k}");
+                }
+                assert!((before - dot(&w0, &w0).re).abs() <= tol);
+                assert!((after - dot(&want, &want).re).abs() <= tol * (1.0 + after));
             }
-            assert!((before - dot(&w0, &w0).re).abs() <= tol);
-            assert!((after - dot(&want, &want).re).abs() <= tol * (1.0 + after));
         }
         // real: w loses exactly its component along a unit vector
         let mut w = vec![3.0f64, 4.0, 5.0];
