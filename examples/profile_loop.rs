@@ -1,6 +1,7 @@
 //! Runs one workload's plan in a loop, for profilers: `profile_loop FILE.json [ITERATIONS]`.
 //! With `--near` as a third argument, loops over planning instead: structures near the
-//! workload's (`Workload::near`), each planned from the previous one's plan.
+//! workload's (`Workload::near`), each planned from the previous one's plan; with `--plan`,
+//! over planning the workload from scratch.
 
 use blockcontract::exec::execute;
 use blockcontract::plan::build_plan;
@@ -11,7 +12,7 @@ use blockcontract::{DynTensor, PlanCache, PlanOptions};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
-        .ok_or("usage: profile_loop FILE.json [ITERATIONS] [--near]")?;
+        .ok_or("usage: profile_loop FILE.json [ITERATIONS] [--near | --plan]")?;
     let n: usize = std::env::args().nth(2).map_or(Ok(1000), |s| s.parse())?;
     let w = Workload::load(&path)?;
     let opts = PlanOptions::default();
@@ -41,6 +42,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let ops = w.build_operands::<f64>()?;
     let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+    if std::env::args().nth(3).as_deref() == Some("--plan") {
+        let t0 = std::time::Instant::now();
+        for _ in 0..n {
+            std::hint::black_box(build_plan(&w.contraction, &refs, &opts)?);
+        }
+        println!(
+            "{:.1} us per plan from scratch",
+            t0.elapsed().as_secs_f64() / n as f64 * 1e6
+        );
+        return Ok(());
+    }
     let plan = build_plan(&w.contraction, &refs, &opts)?;
     let t0 = std::time::Instant::now();
     for _ in 0..n {
