@@ -5,7 +5,9 @@
 mod common;
 
 use blockcontract::linalg::{eigh, lanczos, lq, qr, svd, LanczosOptions, Truncation};
-use blockcontract::{contract_dyn, ContractionSpec, DynTensor, Error, Executor, Leg, Scalar};
+use blockcontract::{
+    contract_dyn, ContractionSpec, DynTensor, Error, Executor, Leg, Scalar, Symmetry,
+};
 use faer::Mat;
 use num_complex::Complex64;
 use proptest::prelude::*;
@@ -430,20 +432,25 @@ fn lanczos_stays_variational_when_the_krylov_space_is_nearly_invariant() {
     }
 }
 
+/// Three random legs of `s`, flowing out, in, out.
+fn out_in_out(rng: &mut common::Rng, s: &Symmetry) -> Vec<Leg> {
+    (0..3)
+        .map(|i| {
+            let sp = common::space(rng, s);
+            if i == 1 {
+                Leg::inc(&sp)
+            } else {
+                Leg::out(&sp)
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn vector_operations_match_dense() {
     let mut rng = common::Rng(9);
     let s = common::symmetry(2);
-    let legs: Vec<Leg> = (0..3)
-        .map(|i| {
-            let sp = common::space(&mut rng, &s);
-            if i % 2 == 0 {
-                Leg::out(&sp)
-            } else {
-                Leg::inc(&sp)
-            }
-        })
-        .collect();
+    let legs = out_in_out(&mut rng, &s);
     let a = common::tensor::<Complex64>(&mut rng, legs.clone(), true);
     // another tensor of the same legs and charge, other blocks and memory order
     let b = DynTensor::<Complex64>::random(legs, a.charge().clone(), 4)
@@ -479,18 +486,8 @@ fn vector_operations_match_dense() {
 /// gets a typed error.
 #[test]
 fn project_out_matches_dense() {
-    let mut rng = common::Rng(11);
     let s = common::symmetry(3);
-    let legs: Vec<Leg> = (0..3)
-        .map(|i| {
-            let sp = common::space(&mut rng, &s);
-            if i == 1 {
-                Leg::inc(&sp)
-            } else {
-                Leg::out(&sp)
-            }
-        })
-        .collect();
+    let legs = out_in_out(&mut common::Rng(11), &s);
     let w0 = DynTensor::<Complex64>::random(legs.clone(), s.zero(), 1).unwrap();
     let b0 = DynTensor::<Complex64>::random(legs.clone(), s.zero(), 2).unwrap();
     let b1 = DynTensor::<Complex64>::random(legs.clone(), s.zero(), 3).unwrap();

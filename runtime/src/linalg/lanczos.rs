@@ -23,20 +23,30 @@ pub trait Vector: Clone {
     /// coefficients taken from `self` as given. The default runs the inner products, then
     /// the axpys; block-sparse tensors do it in two cache-blocked passes over memory.
     fn project_out(&mut self, basis: &[Self]) -> Result<Projection<Self::Elem>> {
-        let norm_before = self.norm();
-        let coefs = basis
-            .iter()
-            .map(|b| b.inner(self))
-            .collect::<Result<Vec<_>>>()?;
-        for (&c, b) in coefs.iter().zip(basis) {
-            self.axpy(-c, b)?;
-        }
-        Ok(Projection {
-            coefs,
-            norm_before,
-            norm_after: self.norm(),
-        })
+        let refs: Vec<&Self> = basis.iter().collect();
+        project_out_by_parts(self, &refs)
     }
+}
+
+/// [`Vector::project_out`] by its parts: every inner product (with `v` as given), then every
+/// axpy. Nothing is changed when an inner product fails.
+pub(crate) fn project_out_by_parts<V: Vector>(
+    v: &mut V,
+    basis: &[&V],
+) -> Result<Projection<V::Elem>> {
+    let norm_before = v.norm();
+    let coefs = basis
+        .iter()
+        .map(|b| b.inner(v))
+        .collect::<Result<Vec<_>>>()?;
+    for (&c, b) in coefs.iter().zip(basis) {
+        v.axpy(-c, b)?;
+    }
+    Ok(Projection {
+        coefs,
+        norm_before,
+        norm_after: v.norm(),
+    })
 }
 
 impl<T: Scalar> Vector for DynTensor<T> {

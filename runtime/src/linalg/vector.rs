@@ -131,19 +131,7 @@ impl<T: Scalar> DynTensor<T> {
                 norm_after: after.sqrt(),
             });
         }
-        let norm_before = self.norm();
-        let coefs = basis
-            .iter()
-            .map(|b| b.inner_here(self))
-            .collect::<Result<Vec<T>>>()?;
-        for (&c, b) in coefs.iter().zip(basis) {
-            self.axpy_here(-c, b)?;
-        }
-        Ok(Projection {
-            coefs,
-            norm_before,
-            norm_after: self.norm(),
-        })
+        super::lanczos::project_out_by_parts(self, basis)
     }
 
     /// A tensor with every block the selection rule allows, values uniform in `[-1, 1)` from
