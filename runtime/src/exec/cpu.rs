@@ -56,29 +56,55 @@ enum Split {
     Gemms(usize),
 }
 
-/// Threads pay only on enough work: across components when none dominates, else inside the
-/// large GEMMs (faer splits GEMMs well only when every dimension is large).
+/// The predicted time a step must save before its components run on several threads. Waking
+/// the pool's threads and joining them cost far more than a GEMM call on the 2-vCPU machines
+/// this was measured on (`examples/threads_ratio`, 2 threads over 1 alternating in one
+/// process): with any step above 100 us going parallel, the Hubbard m = 256 heff1 (steps
+/// predicted at 210-240 us, saving half of that) ran 1.2-1.6x slower on 2 threads and the
+/// Heisenberg m = 128 heff1 and heff2 up to 1.36x; asking for 300 us still left the
+/// Heisenberg m = 256 heff2 at 1.24-1.27x; from 600 us every heff workload ran at 0.73-1.03x.
+const PARALLEL_MIN_GAIN_S: f64 = 600e-6;
+
+/// Threads pay only on enough work: across components when spreading them saves enough
+/// predicted time (longest first over the threads), else inside the large GEMMs (faer splits
+/// GEMMs well only when every dimension is large).
 fn split(sp: &StepPlan, threads: usize) -> Split {
     let total: f64 = sp.groups.iter().map(|g| g.predicted_s).sum();
-    if threads < 2 || total < 100e-6 {
+    if threads < 2 || total < PARALLEL_MIN_GAIN_S {
         return Split::Sequential;
     }
-    let largest = sp
-        .components
-        .iter()
-        .map(|c| {
-            c.iter()
-                .map(|&g| sp.groups[g as usize].predicted_s)
-                .sum::<f64>()
-        })
-        .fold(0.0, f64::max);
-    if sp.components.len() > 1 && largest < 0.6 * total {
+    if sp.components.len() > 1 && total - makespan(sp, threads) >= PARALLEL_MIN_GAIN_S {
         Split::Components
     } else if sp.groups.iter().any(|g| big_gemm(g.m, g.n, g.k)) {
         Split::Gemms(threads)
     } else {
         Split::Sequential
     }
+}
+
+/// A component's predicted time.
+fn component_s(sp: &StepPlan, c: &[u32]) -> f64 {
+    c.iter().map(|&g| sp.groups[g as usize].predicted_s).sum()
+}
+
+/// The predicted time of the step's components spread over `threads`, longest first, each
+/// to the least loaded thread (how [`components_longest_first`] runs them).
+fn makespan(sp: &StepPlan, threads: usize) -> f64 {
+    let mut loads = vec![0.0f64; threads];
+    for c in components_longest_first(sp) {
+        if let Some(least) = loads.iter_mut().min_by(|x, y| x.total_cmp(y)) {
+            *least += component_s(sp, &sp.components[c]);
+        }
+    }
+    loads.into_iter().fold(0.0, f64::max)
+}
+
+/// The step's components by predicted time, longest first.
+fn components_longest_first(sp: &StepPlan) -> Vec<usize> {
+    let times: Vec<f64> = sp.components.iter().map(|c| component_s(sp, c)).collect();
+    let mut order: Vec<usize> = (0..times.len()).collect();
+    order.sort_by(|&x, &y| times[y].total_cmp(&times[x]));
+    order
 }
 
 /// A GEMM that faer runs faster on several threads (measured: not for thin or small ones).
@@ -133,11 +159,14 @@ pub fn run_step<T: Scalar>(
         _ => None,
     };
     if let Some(pool) = parallel {
+        // longest first, one task each: the pool's threads take the next when free
+        let order = components_longest_first(sp);
         pool.install(|| {
-            sp.components
+            order
                 .par_iter()
-                .for_each_init(Vec::new, |scratch, comp| {
-                    for &gi in comp {
+                .with_max_len(1)
+                .for_each_init(Vec::new, |scratch, &c| {
+                    for &gi in &sp.components[c] {
                         // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
                         unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), scratch) };
                     }
@@ -495,5 +524,41 @@ impl<T: Scalar> Ctx<'_, T> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::execute;
+    use crate::plan::{build_plan, CostModel, PlanOptions};
+    use crate::workload::Workload;
+
+    /// Shipped m = 512 workloads, planned with the fixed default constants: some step spreads
+    /// its components over 2 threads, and the result is the 1-thread result bit for bit (each
+    /// output block is written by one component, in plan order).
+    #[test]
+    fn components_on_two_threads_give_the_one_thread_result() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/");
+        let opts = PlanOptions {
+            model: CostModel::default(),
+            ..PlanOptions::default()
+        };
+        let mut parallel_steps = 0;
+        for name in ["heisenberg_u1_m512_heff1", "hubbard_u1u1_m512_heff2"] {
+            let w = Workload::load(format!("{dir}{name}.json")).unwrap();
+            let ops = w.build_operands::<f64>().unwrap();
+            let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+            let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
+            parallel_steps += plan
+                .steps
+                .iter()
+                .filter(|st| split(&st.plan, 2) == Split::Components)
+                .count();
+            let (one, _, _) = execute(&plan, &refs, 1.0, 1, None).unwrap();
+            let (two, _, _) = execute(&plan, &refs, 1.0, 2, None).unwrap();
+            assert!(one.data() == two.data(), "{name}: 2 threads differ from 1");
+        }
+        assert!(parallel_steps > 0, "no step ran its components in parallel");
     }
 }
