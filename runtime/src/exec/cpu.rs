@@ -66,8 +66,8 @@ enum Split {
 const PARALLEL_MIN_GAIN_S: f64 = 600e-6;
 
 /// Threads pay only on enough work: across components when spreading them saves enough
-/// predicted time (longest first over the threads), else inside the large GEMMs (faer splits
-/// GEMMs well only when every dimension is large).
+/// predicted time ([`makespan`]), else inside the large GEMMs (faer splits GEMMs well only when
+/// every dimension is large).
 fn split(sp: &StepPlan, threads: usize) -> Split {
     let total: f64 = sp.groups.iter().map(|g| g.predicted_s).sum();
     if threads < 2 || total < PARALLEL_MIN_GAIN_S {
@@ -87,24 +87,24 @@ fn component_s(sp: &StepPlan, c: &[u32]) -> f64 {
     c.iter().map(|&g| sp.groups[g as usize].predicted_s).sum()
 }
 
-/// The predicted time of the step's components spread over `threads`, longest first, each
-/// to the least loaded thread (how [`components_longest_first`] runs them).
+/// The step's components by predicted time, longest first.
+fn longest_first(sp: &StepPlan) -> Vec<usize> {
+    let times: Vec<f64> = sp.components.iter().map(|c| component_s(sp, c)).collect();
+    let mut order: Vec<usize> = (0..times.len()).collect();
+    order.sort_by(|&x, &y| times[y].total_cmp(&times[x]));
+    order
+}
+
+/// The predicted time of the step's components over `threads`, taken longest first, each
+/// by the least loaded thread (how [`run_step`] runs them).
 fn makespan(sp: &StepPlan, threads: usize) -> f64 {
-    let mut loads = vec![0.0f64; threads];
-    for c in components_longest_first(sp) {
+    let mut loads = vec![0.0f64; threads.max(1)];
+    for c in longest_first(sp) {
         if let Some(least) = loads.iter_mut().min_by(|x, y| x.total_cmp(y)) {
             *least += component_s(sp, &sp.components[c]);
         }
     }
     loads.into_iter().fold(0.0, f64::max)
-}
-
-/// The step's components by predicted time, longest first.
-fn components_longest_first(sp: &StepPlan) -> Vec<usize> {
-    let times: Vec<f64> = sp.components.iter().map(|c| component_s(sp, c)).collect();
-    let mut order: Vec<usize> = (0..times.len()).collect();
-    order.sort_by(|&x, &y| times[y].total_cmp(&times[x]));
-    order
 }
 
 /// A GEMM that faer runs faster on several threads (measured: not for thin or small ones).
@@ -159,18 +159,19 @@ pub fn run_step<T: Scalar>(
         _ => None,
     };
     if let Some(pool) = parallel {
-        // longest first, one task each: the pool's threads take the next when free
-        let order = components_longest_first(sp);
+        // longest first, one task each (a thread takes the next when free, so a component
+        // that runs longer than priced does not hold the others back), each with a scratch
+        // buffer from the spares
+        let order = longest_first(sp);
         pool.install(|| {
-            order
-                .par_iter()
-                .with_max_len(1)
-                .for_each_init(Vec::new, |scratch, &c| {
-                    for &gi in &sp.components[c] {
-                        // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
-                        unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), scratch) };
-                    }
-                });
+            order.par_iter().with_max_len(1).for_each(|&c| {
+                let mut scratch = super::pool::take::<T>(sp.scratch_elems);
+                for &gi in &sp.components[c] {
+                    // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
+                    unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), &mut scratch) };
+                }
+                super::pool::give(scratch);
+            });
         });
     } else {
         let mut scratch = super::pool::take::<T>(sp.scratch_elems);
@@ -192,6 +193,7 @@ pub fn run_step<T: Scalar>(
         }
         super::pool::give(scratch);
     }
+    ctx.cache.into_iter().for_each(super::pool::give);
     counts
 }
 
@@ -245,6 +247,7 @@ pub(crate) fn run_components<T: Scalar>(
         }
     }
     super::pool::give(scratch);
+    ctx.cache.into_iter().for_each(super::pool::give);
     counts
 }
 
@@ -306,7 +309,9 @@ struct Ctx<'a, T> {
     cache: [Vec<T>; 2],
 }
 
-/// Transposes each cached block once, row-major `rows x cols`, at its slot.
+/// Transposes each cached block once, row-major `rows x cols`, at its slot, in a buffer from
+/// the process's spares (no fresh, zeroed pages per call: a slot is read only after its block
+/// is copied in; give it back with [`super::pool::give`]).
 fn fill_cache<T: Scalar>(
     t: &DynTensor<T>,
     sp: &StepPlan,
@@ -314,7 +319,11 @@ fn fill_cache<T: Scalar>(
     read: Option<&[bool]>,
 ) -> Vec<T> {
     let op = sp.operand(side);
-    let mut v = vec![T::zero(); op.cache_len];
+    let mut v = super::pool::take::<T>(op.cache_len);
+    if v.len() < op.cache_len {
+        v.resize(op.cache_len, T::zero());
+    }
+    v.truncate(op.cache_len);
     for (i, slot) in op.cache.iter().enumerate() {
         if read.is_some_and(|r| !r[i]) {
             continue;
