@@ -51,6 +51,10 @@ pub fn for_each_pair(
     }
 }
 
+/// Rows shorter than this are not run innermost when a longer axis exists (each row costs
+/// a loop step of its own).
+pub const SHORT_ROW: usize = 8;
+
 /// Axes of a strided loop, on the stack.
 #[derive(Debug, Clone, Copy)]
 pub struct Axes {
@@ -66,8 +70,34 @@ pub struct Axes {
 
 impl Axes {
     /// Drops unit axes and merges adjacent axes whose strides nest in both views, so loops run
-    /// over as few and as long rows as possible.
+    /// over as few and as long rows as possible; a short innermost row (under
+    /// [`SHORT_ROW`] elements) trades places with the longest axis.
     pub fn simplified(dims: &[usize], ss: &[isize], ds: &[isize]) -> Axes {
+        Self::merged(dims, ss, ds).long_rows_inner()
+    }
+
+    /// The longest axis innermost when the innermost row is short and a longer axis exists:
+    /// fewer, longer rows (any loop order copies the same elements once).
+    fn long_rows_inner(mut self) -> Axes {
+        let n = self.len;
+        if n < 2 || self.dims[n - 1] >= SHORT_ROW {
+            return self;
+        }
+        // the longest axis, one walked by unit steps on either side first
+        let unit = |k: usize| self.src[k].abs() == 1 || self.dst[k].abs() == 1;
+        let best = (0..n - 1)
+            .max_by_key(|&k| (unit(k) && self.dims[k] > self.dims[n - 1], self.dims[k]))
+            .unwrap_or(n - 1);
+        if self.dims[best] > self.dims[n - 1] {
+            self.dims.swap(best, n - 1);
+            self.src.swap(best, n - 1);
+            self.dst.swap(best, n - 1);
+        }
+        self
+    }
+
+    /// Unit axes dropped, nesting neighbours merged, in the given order.
+    fn merged(dims: &[usize], ss: &[isize], ds: &[isize]) -> Axes {
         let mut ax = Axes {
             len: 0,
             dims: [0; MAX_RANK],
@@ -202,6 +232,38 @@ mod tests {
         assert_eq!((ax.len, ax.dims[0], ax.src[0], ax.dst[0]), (1, 24, 1, 1));
         let ax = Axes::simplified(&[2, 3], &[1, 2], &[3, 1]);
         assert_eq!(&ax.dims[..ax.len], &[2, 3]);
+    }
+
+    #[test]
+    fn short_rows_trade_places_with_the_longest_axis() {
+        // 17 rows of 3 into a matrix of row stride 5: run as 3 rows of 17
+        let ax = Axes::simplified(&[17, 3], &[3, 1], &[5, 1]);
+        let got = (&ax.dims[..ax.len], &ax.src[..ax.len], &ax.dst[..ax.len]);
+        assert_eq!(got, (&[3, 17][..], &[1, 3][..], &[1, 5][..]));
+        // rows of SHORT_ROW or more stay innermost
+        let ax = Axes::simplified(&[17, SHORT_ROW], &[9, 1], &[20, 1]);
+        assert_eq!(&ax.dims[..ax.len], &[17, SHORT_ROW]);
+        // a unit-stride axis is preferred to a longer strided one
+        let ax = Axes::simplified(&[40, 12, 2], &[100, 1, 12], &[24, 2, 1]);
+        assert_eq!(&ax.dims[..ax.len], &[40, 2, 12]);
+        // the same copy either way
+        let src: Vec<f64> = (0..17 * 3).map(|x| x as f64).collect();
+        let mut dst = vec![0.0; 17 * 5];
+        // SAFETY: src holds 17 rows of 3, dst 17 rows of 5.
+        unsafe {
+            strided_copy(
+                &[17, 3],
+                src.as_ptr(),
+                &[3, 1],
+                dst.as_mut_ptr(),
+                &[5, 1],
+                CopyMode::Set,
+            )
+        };
+        for r in 0..17 {
+            assert_eq!(&dst[r * 5..r * 5 + 3], &src[r * 3..r * 3 + 3]);
+            assert_eq!(&dst[r * 5 + 3..r * 5 + 5], &[0.0, 0.0]);
+        }
     }
 
     #[test]

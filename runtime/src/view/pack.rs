@@ -155,14 +155,18 @@ mod tests {
     use super::*;
 
     /// A packed copy there and back equals the strided copy it replaces, for blocks with
-    /// permuted, unit and empty axes.
+    /// permuted, unit, empty and short axes.
     #[test]
     fn packs_match_strided_copies() {
-        let cases: [(&[usize], &[usize], &[usize]); 4] = [
+        let cases: [(&[usize], &[usize], &[usize]); 7] = [
             (&[3, 4, 5], &[2, 0], &[1]),
             (&[2, 1, 6, 3], &[1, 3], &[0, 2]),
             (&[4, 0, 2], &[0], &[1, 2]),
             (&[7], &[], &[0]),
+            // short rows (run along the longer axis instead)
+            (&[17, 3], &[0], &[1]),
+            (&[2, 19], &[1], &[0]),
+            (&[3, 11, 2], &[1, 0], &[2]),
         ];
         for (dims, rows, cols) in cases {
             let l = Layout::row_major(dims, 3);
