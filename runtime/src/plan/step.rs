@@ -9,7 +9,7 @@ use super::layout::{assign_output_layout, assign_packs, components, first_writes
 use super::members::{batch_singles, member_group};
 use super::options::PlanOptions;
 use super::price::finalize;
-use crate::block::{checked_len, describe, max_elements, Block, BlockIndex, BlockKey, DynTensor};
+use crate::block::{describe, max_elements, Block, BlockIndex, BlockKey, DynTensor};
 use crate::error::{Error, Result};
 use crate::hash::{FxMap, InlineKey};
 use crate::scalar::{Conj, Scalar};
@@ -392,15 +392,30 @@ fn resized<T: Scalar>(
     g: &Geometry,
 ) -> Vec<PairGemm> {
     let prod = |dims: &[usize], axes: &[usize]| axes.iter().map(|&l| dims[l]).product::<usize>();
+    // per block its extents, read once (a block meets many pairs)
+    let mk: Vec<(usize, usize)> = a
+        .blocks()
+        .iter()
+        .map(|x| {
+            (
+                prod(&x.layout.dims, &g.a_free),
+                prod(&x.layout.dims, &g.a_contr),
+            )
+        })
+        .collect();
+    let n: Vec<usize> = b
+        .blocks()
+        .iter()
+        .map(|x| prod(&x.layout.dims, &g.b_free))
+        .collect();
     pairs
         .iter()
         .map(|p| {
-            let da = &a.blocks()[p.a as usize].layout.dims;
-            let db = &b.blocks()[p.b as usize].layout.dims;
+            let (m, k) = mk[p.a as usize];
             PairGemm {
-                m: prod(da, &g.a_free),
-                k: prod(da, &g.a_contr),
-                n: prod(db, &g.b_free),
+                m,
+                k,
+                n: n[p.b as usize],
                 ..*p
             }
         })
@@ -446,14 +461,14 @@ fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option
 /// indices and the size) before any size is computed from it.
 fn check_output_size<T: Scalar>(g: &Geometry, keys: &[BlockKey], desc: &StepDesc) -> Result<()> {
     let limit = max_elements::<T>();
+    let secs: Vec<&[crate::symmetry::Sector]> =
+        g.out_legs.iter().map(|l| l.space.sectors()).collect();
     let mut total = 0usize;
     for key in keys {
-        let dims: crate::view::Dims = key
+        total = key
             .iter()
-            .zip(&g.out_legs)
-            .map(|(&s, l)| l.space.dim_of(s as usize))
-            .collect();
-        total = checked_len(&dims)
+            .zip(&secs)
+            .try_fold(1usize, |n, (&s, sec)| n.checked_mul(sec[s as usize].dim))
             .and_then(|n| total.checked_add(n))
             .filter(|&n| n <= limit)
             .ok_or_else(|| Error::TooLarge {
