@@ -1,11 +1,19 @@
-//! Prints the plan of a workload: `cargo run --release --example explain -- FILE.json`.
+//! Prints the plan of a workload: `cargo run --release --example explain -- FILE.json [KIND]
+//! [ROWS]` (KIND: `default`, `uncoalesced` or a group kind forced; ROWS: groups listed per
+//! step, largest first, 8 by default).
 
 use blockcontract::plan::build_plan;
 use blockcontract::workload::Workload;
 use blockcontract::{CostModel, DynTensor, PlanOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).ok_or("usage: explain FILE.json")?;
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: explain FILE.json [KIND] [ROWS]")?;
+    let rows: usize = match std::env::args().nth(3) {
+        Some(r) => r.parse().map_err(|_| format!("ROWS: expected a count, got {r}"))?,
+        None => 8,
+    };
     let w = Workload::load(&path)?;
     let ops = w.build_operands::<f64>()?;
     let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
@@ -48,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             t.len()
         );
     }
-    print!("{}", plan.explain_with(Some(&times), 8));
+    print!("{}", plan.explain_with(Some(&times), rows));
     // what the CUDA executor would launch, planned with the GPU's default constants
     let gpu = build_plan(
         &w.contraction,
