@@ -48,6 +48,10 @@ pub struct Dmrg<'m> {
     heff_plans: PlanCache,
     /// Local updates done.
     pub updates: usize,
+    /// Lanczos applications over the run.
+    pub lanczos_steps: usize,
+    /// Of those, the ones followed by a pass against the whole Krylov basis.
+    pub lanczos_full_passes: usize,
 }
 
 impl<'m> Dmrg<'m> {
@@ -78,6 +82,8 @@ impl<'m> Dmrg<'m> {
             sweeps_done: 0,
             heff_plans: PlanCache::new(),
             updates: 0,
+            lanczos_steps: 0,
+            lanczos_full_passes: 0,
         };
         for i in (1..l).rev() {
             d.update_right(i)?;
@@ -138,6 +144,8 @@ impl<'m> Dmrg<'m> {
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;
         self.updates += 1;
+        self.lanczos_steps += gs.applications;
+        self.lanczos_full_passes += gs.full_passes;
         self.phases.heff += t0.elapsed().as_secs_f64();
 
         let t0 = Instant::now();

@@ -7,6 +7,7 @@
 mod engine;
 mod model;
 
+use blockcontract::linalg::Reorthogonalization;
 use blockcontract::Error;
 use clap::Parser;
 use std::time::Instant;
@@ -30,6 +31,22 @@ struct Args {
     /// Threads for the dense factorizations.
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Lanczos reorthogonalisation: `partial` (when the basis's estimated loss of
+    /// orthogonality calls for it) or `full` (every step).
+    #[arg(long, default_value = "partial")]
+    reorthogonalize: String,
+}
+
+/// The `--reorthogonalize` choice, or an error naming the option.
+fn reorthogonalization(s: &str) -> Result<Reorthogonalization, Error> {
+    match s {
+        "partial" => Ok(Reorthogonalization::Partial),
+        "full" => Ok(Reorthogonalization::Full),
+        _ => Err(Error::InvalidArgument {
+            name: "--reorthogonalize".into(),
+            reason: format!("`{s}`: expected `partial` or `full`"),
+        }),
+    }
 }
 
 /// A comma-separated list of positive integers, or an error naming the option.
@@ -74,7 +91,9 @@ fn run(args: &Args) -> Result<(), Error> {
     blockcontract::linalg::set_threads(args.threads);
     let model = model::by_name(&args.model)?;
     let t_start = Instant::now();
+    let reortho = reorthogonalization(&args.reorthogonalize)?;
     let mut dmrg = engine::Dmrg::new(&model, args.l)?;
+    dmrg.lanczos.reorthogonalization = reortho;
     let mut total = dmrg.phases.environments;
     let (mut energy, mut apps, mut count) = (f64::NAN, 0usize, 0usize);
     for (&chi, &n) in chis.iter().zip(&sweeps) {
@@ -123,6 +142,10 @@ fn run(args: &Args) -> Result<(), Error> {
         dmrg.updates as u64 - h.misses.min(dmrg.updates as u64),
         h.plan_seconds,
         100.0 * h.plan_seconds / wall
+    );
+    println!(
+        "# lanczos: {} applications, {} of them followed by a pass against the whole basis ({:?} reorthogonalisation)",
+        dmrg.lanczos_steps, dmrg.lanczos_full_passes, reortho
     );
     println!(
         "# phases: heff (Lanczos) {:.3} s ({:.1}%), factorize {:.3} s ({:.1}%), environments {:.3} s ({:.1}%); max bond {}",

@@ -1,5 +1,8 @@
-//! A Lanczos ground-state solver over any linear map given as a closure, with full
-//! reorthogonalisation of its Krylov basis (kept small: DMRG uses up to ~20 vectors).
+//! A Lanczos ground-state solver over any linear map given as a closure. Its Krylov basis
+//! (kept small: DMRG uses up to ~20 vectors) is kept orthogonal to working precision by
+//! partial reorthogonalisation (Simon's estimate of the basis's loss of orthogonality; a full
+//! pass only when it nears the square root of the machine epsilon) or, on request, by a full
+//! pass at every step.
 
 use crate::block::DynTensor;
 use crate::error::{Error, Result};
@@ -69,7 +72,19 @@ impl<T: Scalar> Vector for DynTensor<T> {
     }
 }
 
-/// When the solver stops.
+/// How the Krylov basis is kept orthogonal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reorthogonalization {
+    /// Each new vector against its two predecessors; against the whole basis only when the
+    /// estimated loss of orthogonality (Simon's recurrence) passes the square root of the
+    /// machine epsilon, then at the next step too, or when the step cancels most of the
+    /// vector.
+    Partial,
+    /// Each new vector against the whole basis at every step.
+    Full,
+}
+
+/// When the solver stops, and how it keeps its basis orthogonal.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct LanczosOptions {
     /// The most Krylov vectors (applications of the map).
@@ -78,15 +93,19 @@ pub struct LanczosOptions {
     pub min_iter: usize,
     /// Stop when the lowest Ritz value moves less than this between iterations.
     pub tol: f64,
+    /// Partial (the default) or full reorthogonalisation.
+    pub reorthogonalization: Reorthogonalization,
 }
 
 impl Default for LanczosOptions {
-    /// TeNPy's DMRG settings: at most 20 vectors, at least 2, energy tolerance 1e-14.
+    /// TeNPy's DMRG settings: at most 20 vectors, at least 2, energy tolerance 1e-14; partial
+    /// reorthogonalisation.
     fn default() -> Self {
         LanczosOptions {
             max_iter: 20,
             min_iter: 2,
             tol: 1e-14,
+            reorthogonalization: Reorthogonalization::Partial,
         }
     }
 }
@@ -103,6 +122,9 @@ pub struct LanczosResult<V> {
     /// Whether the tolerance was met (or the Krylov space became invariant) before
     /// `max_iter`.
     pub converged: bool,
+    /// Steps that projected their new vector out of the whole basis (every step but the
+    /// first under [`Reorthogonalization::Full`]).
+    pub full_passes: usize,
 }
 
 /// The lowest eigenpair of the symmetric tridiagonal matrix with `alpha` on the diagonal and
@@ -131,6 +153,44 @@ fn tridiagonal_ground(alpha: &[f64], beta: &[f64]) -> Result<(f64, Vec<f64>)> {
     Ok((*e.S().column_vector().get(0), v))
 }
 
+/// The working precision of `E`'s real part.
+fn epsilon<E: Scalar>() -> f64 {
+    let real_bytes = E::size_bytes() / if E::IS_COMPLEX { 2 } else { 1 };
+    if real_bytes <= 4 {
+        f32::EPSILON as f64
+    } else {
+        f64::EPSILON
+    }
+}
+
+/// Simon's estimate of the new vector's overlaps with the basis: `cur` holds `<v_i|v_k>` for
+/// `i <= k` (estimated; 1 at `k`), `prev` those of `v_(k-1)`; `alpha`, `beta` the
+/// tridiagonal so far (`beta[i]` joins `v_i` and `v_(i+1)`), `b` the new vector's norm before
+/// it is scaled. Returns the estimates for `v_(k+1)` (length `k + 2`).
+fn overlap_estimate(
+    cur: &[f64],
+    prev: &[f64],
+    alpha: &[f64],
+    beta: &[f64],
+    b: f64,
+    eps: f64,
+) -> Vec<f64> {
+    let k = cur.len() - 1;
+    let mut next = vec![0.0; k + 2];
+    for i in 0..k {
+        let mut t = beta[i] * cur[i + 1] + (alpha[i] - alpha[k]) * cur[i] - beta[k - 1] * prev[i];
+        if i > 0 {
+            t += beta[i - 1] * cur[i - 1];
+        }
+        // rounding in this step (about eps |A v_k|), of the sign that grows the estimate
+        t += (eps * (alpha[k].abs() + beta[k - 1] + b)).copysign(t);
+        next[i] = t / b;
+    }
+    next[k] = eps;
+    next[k + 1] = 1.0;
+    next
+}
+
 /// The lowest eigenpair of the Hermitian map `apply`, from the start vector `v0` (nonzero).
 pub fn lanczos<V: Vector>(
     mut apply: impl FnMut(&V) -> Result<V>,
@@ -151,6 +211,7 @@ pub fn lanczos<V: Vector>(
         });
     }
     let one = |x: f64| V::Elem::from_f64(x);
+    let eps = epsilon::<V::Elem>();
     let mut v = v0.clone();
     v.scale(one(1.0 / n0));
     let mut basis = vec![v];
@@ -158,19 +219,47 @@ pub fn lanczos<V: Vector>(
     let (mut e, mut coef);
     let mut e_prev = f64::INFINITY;
     let mut converged = false;
+    // estimated overlaps of the last two basis vectors with the basis
+    let (mut prev, mut cur): (Vec<f64>, Vec<f64>) = (Vec::new(), vec![1.0]);
+    let (mut full_passes, mut again) = (0, false);
     loop {
         let k = basis.len() - 1;
         let mut w = apply(&basis[k])?;
-        // full reorthogonalisation against the whole basis, classical Gram-Schmidt twice
-        // when needed ("twice is enough"): one pass loses orthogonality when w is nearly in
-        // the span (a small new beta), and a non-orthogonal basis gives Ritz values below the
-        // spectrum. The first pass's last coefficient is <v_k|A v_k>, the new alpha.
-        let first = w.project_out(&basis)?;
-        alpha.push(first.coefs[k].re());
+        // against the last two vectors (classical Gram-Schmidt: the last coefficient is
+        // <v_k|A v_k>, the new alpha), or the whole basis under full reorthogonalisation
+        let full = opts.reorthogonalization == Reorthogonalization::Full;
+        let first = w.project_out(&basis[if full { 0 } else { k.saturating_sub(1) }..])?;
+        alpha.push(first.coefs[first.coefs.len() - 1].re());
         let before = first.norm_before;
         let mut b = first.norm_after;
-        if b <= 0.5 * before {
-            b = w.project_out(&basis)?.norm_after;
+        let mut next = if k > 0 {
+            overlap_estimate(&cur, &prev, &alpha, &beta, b.max(f64::MIN_POSITIVE), eps)
+        } else {
+            vec![eps, 1.0]
+        };
+        // a pass against the whole basis (twice when it cancels most of the vector: "twice
+        // is enough"): when the estimate nears sqrt(eps), at the step after one, or when the
+        // step cancelled most of the vector (a nearly invariant Krylov space, where one pass
+        // loses orthogonality and Ritz values fall below the spectrum)
+        let lost = next[..k].iter().any(|x| x.abs() > eps.sqrt());
+        if k > 0 && (full || lost || again) {
+            let mut pass_before = b;
+            if !full {
+                b = w.project_out(&basis)?.norm_after;
+            } else {
+                pass_before = before;
+            }
+            if b <= 0.5 * pass_before {
+                b = w.project_out(&basis)?.norm_after;
+            }
+            full_passes += 1;
+            // the new vector is orthogonal to working precision; v_k is not, so a pass
+            // triggered by the estimate is repeated at the next step (after which both rows
+            // of the estimate are at rounding level)
+            again = !full && lost && !again;
+            next[..=k].iter_mut().for_each(|x| *x = eps);
+        } else {
+            again = false;
         }
         (e, coef) = tridiagonal_ground(&alpha, &beta)?;
         let scale = alpha.iter().fold(1.0f64, |m, a| m.max(a.abs()));
@@ -190,6 +279,7 @@ pub fn lanczos<V: Vector>(
         beta.push(b);
         w.scale(one(1.0 / b));
         basis.push(w);
+        prev = std::mem::replace(&mut cur, next);
     }
     let mut vector = basis[0].clone();
     vector.scale(one(coef[0]));
@@ -203,5 +293,6 @@ pub fn lanczos<V: Vector>(
         vector,
         applications: alpha.len(),
         converged,
+        full_passes,
     })
 }

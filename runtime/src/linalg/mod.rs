@@ -30,7 +30,7 @@ mod matrix;
 mod vector;
 
 pub use factor::{eigh, lq, qr, svd, Eigh, Svd, Truncation};
-pub use lanczos::{lanczos, LanczosOptions, LanczosResult, Vector};
+pub use lanczos::{lanczos, LanczosOptions, LanczosResult, Reorthogonalization, Vector};
 pub use vector::Projection;
 
 /// Sets the threads faer's dense factorizations (and its other global-parallelism routines)
