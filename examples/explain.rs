@@ -11,7 +11,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .nth(1)
         .ok_or("usage: explain FILE.json [KIND] [ROWS]")?;
     let rows: usize = match std::env::args().nth(3) {
-        Some(r) => r.parse().map_err(|_| format!("ROWS: expected a count, got {r}"))?,
+        Some(r) => r
+            .parse()
+            .map_err(|_| format!("ROWS: expected a count, got {r}"))?,
         None => 8,
     };
     let w = Workload::load(&path)?;
