@@ -391,6 +391,25 @@ fn lanczos_finds_the_ground_state_of_a_dense_symmetric_matrix() {
     assert!((r.vector.norm() - 1.0).abs() < 1e-12);
 }
 
+/// The map `x -> diag(d) x` on a space without symmetry, and that space.
+fn diagonal(
+    d: &[f64],
+) -> (
+    std::sync::Arc<blockcontract::Space>,
+    impl Fn(&DynTensor<f64>) -> blockcontract::Result<DynTensor<f64>>,
+) {
+    let (triv, n) = (blockcontract::Symmetry::none(), d.len());
+    let sp = std::sync::Arc::new(blockcontract::Space::block(&triv, &[(vec![], n)]).unwrap());
+    let dense = ndarray::Array2::from_shape_fn((n, n), |(i, j)| if i == j { d[i] } else { 0.0 });
+    let legs = vec![Leg::out(&sp), Leg::inc(&sp)];
+    let h = DynTensor::from_dense(legs, triv.zero(), &dense.into_dyn()).unwrap();
+    let spec = ContractionSpec::parse("Y[i] = H[i,j] * X[j]").unwrap();
+    let apply = move |x: &DynTensor<f64>| {
+        contract_dyn(&spec, &[&h, x], 1.0, Executor::Pairwise).map(|r| r.0)
+    };
+    (sp, apply)
+}
+
 /// A spectrum of three tight clusters: the Krylov space is nearly invariant after three
 /// vectors, so each new vector is mostly cancellation. Found in DMRG (Heisenberg L = 20,
 /// a Ritz value 2 below the spectrum): one Gram-Schmidt pass lost orthogonality there. The
@@ -398,18 +417,11 @@ fn lanczos_finds_the_ground_state_of_a_dense_symmetric_matrix() {
 /// quotient.
 #[test]
 fn lanczos_stays_variational_when_the_krylov_space_is_nearly_invariant() {
-    let triv = blockcontract::Symmetry::none();
-    let n = 40;
-    let sp = std::sync::Arc::new(blockcontract::Space::block(&triv, &[(vec![], n)]).unwrap());
-    let diag: Vec<f64> = (0..n)
+    let diag: Vec<f64> = (0..40)
         .map(|i| [-2.0, 0.5, 3.0][i % 3] + i as f64 * 1e-9)
         .collect();
-    let dense = ndarray::Array2::from_shape_fn((n, n), |(i, j)| if i == j { diag[i] } else { 0.0 });
-    let legs = vec![Leg::out(&sp), Leg::inc(&sp)];
-    let h = DynTensor::from_dense(legs, triv.zero(), &dense.into_dyn()).unwrap();
-    let spec = ContractionSpec::parse("Y[i] = H[i,j] * X[j]").unwrap();
-    let apply =
-        |x: &DynTensor<f64>| contract_dyn(&spec, &[&h, x], 1.0, Executor::Pairwise).map(|r| r.0);
+    let (sp, apply) = diagonal(&diag);
+    let triv = blockcontract::Symmetry::none();
     let e0 = diag.iter().cloned().fold(f64::INFINITY, f64::min);
     for seed in 0..20 {
         let x0 = DynTensor::<f64>::random(vec![Leg::out(&sp)], triv.zero(), seed).unwrap();
@@ -419,7 +431,7 @@ fn lanczos_stays_variational_when_the_krylov_space_is_nearly_invariant() {
             tol: 0.0,
             ..LanczosOptions::default()
         };
-        let r = lanczos(apply, &x0, &opts).unwrap();
+        let r = lanczos(&apply, &x0, &opts).unwrap();
         let hv = apply(&r.vector).unwrap();
         let rq = r.vector.inner(&hv).unwrap();
         assert!(r.value >= e0 - 1e-9, "seed {seed}: {} below {e0}", r.value);
@@ -443,11 +455,8 @@ fn lanczos_stays_variational_when_the_krylov_space_is_nearly_invariant() {
 /// and a small residual. (The nearly invariant case above fails without those passes.)
 #[test]
 fn partial_reorthogonalisation_keeps_the_ritz_pair_past_convergence() {
-    let triv = blockcontract::Symmetry::none();
-    let n = 120;
-    let sp = std::sync::Arc::new(blockcontract::Space::block(&triv, &[(vec![], n)]).unwrap());
     // -10 alone, the rest in [0, 1]
-    let diag: Vec<f64> = (0..n)
+    let diag: Vec<f64> = (0..120)
         .map(|i| {
             if i == 7 {
                 -10.0
@@ -456,12 +465,8 @@ fn partial_reorthogonalisation_keeps_the_ritz_pair_past_convergence() {
             }
         })
         .collect();
-    let dense = ndarray::Array2::from_shape_fn((n, n), |(i, j)| if i == j { diag[i] } else { 0.0 });
-    let legs = vec![Leg::out(&sp), Leg::inc(&sp)];
-    let h = DynTensor::from_dense(legs, triv.zero(), &dense.into_dyn()).unwrap();
-    let spec = ContractionSpec::parse("Y[i] = H[i,j] * X[j]").unwrap();
-    let apply =
-        |x: &DynTensor<f64>| contract_dyn(&spec, &[&h, x], 1.0, Executor::Pairwise).map(|r| r.0);
+    let (sp, apply) = diagonal(&diag);
+    let triv = blockcontract::Symmetry::none();
     let x0 = DynTensor::<f64>::random(vec![Leg::out(&sp)], triv.zero(), 3).unwrap();
     let mut passes = Vec::new();
     for mode in [Reorthogonalization::Partial, Reorthogonalization::Full] {
@@ -471,7 +476,7 @@ fn partial_reorthogonalisation_keeps_the_ritz_pair_past_convergence() {
             tol: 0.0,
             reorthogonalization: mode,
         };
-        let r = lanczos(apply, &x0, &opts).unwrap();
+        let r = lanczos(&apply, &x0, &opts).unwrap();
         assert_eq!(r.applications, 40, "{mode:?}");
         assert!((r.value + 10.0).abs() < 1e-10, "{mode:?}: {}", r.value);
         let hv = apply(&r.vector).unwrap();

@@ -191,13 +191,98 @@ fn overlap_estimate(
     next
 }
 
-/// The lowest eigenpair of the Hermitian map `apply`, from the start vector `v0` (nonzero).
-pub fn lanczos<V: Vector>(
-    mut apply: impl FnMut(&V) -> Result<V>,
-    v0: &V,
-    opts: &LanczosOptions,
-) -> Result<LanczosResult<V>> {
-    let n0 = v0.norm();
+/// Keeps a Krylov basis orthogonal: the estimate of the newest vectors' overlaps with the
+/// basis (partial reorthogonalisation) and the passes made against the whole basis.
+struct Orthogonalizer {
+    full: bool,
+    eps: f64,
+    /// Estimated overlaps of `v_(k-1)` and `v_k` with the basis.
+    prev: Vec<f64>,
+    cur: Vec<f64>,
+    /// Those of the vector being made, until it joins the basis.
+    next: Vec<f64>,
+    /// The next step makes a pass (the one after an estimate-triggered pass).
+    again: bool,
+    full_passes: usize,
+}
+
+impl Orthogonalizer {
+    fn new(mode: Reorthogonalization, eps: f64) -> Self {
+        Orthogonalizer {
+            full: mode == Reorthogonalization::Full,
+            eps,
+            prev: Vec::new(),
+            cur: vec![1.0],
+            next: Vec::new(),
+            again: false,
+            full_passes: 0,
+        }
+    }
+
+    /// Makes `w = A v_k` orthogonal to the basis `v_0..=v_k`; pushes `alpha_k`; returns `w`'s
+    /// norm before and after.
+    fn step<V: Vector>(
+        &mut self,
+        w: &mut V,
+        basis: &[V],
+        alpha: &mut Vec<f64>,
+        beta: &[f64],
+    ) -> Result<(f64, f64)> {
+        let (k, eps) = (basis.len() - 1, self.eps);
+        // against the last two vectors (classical Gram-Schmidt: the last coefficient is
+        // <v_k|A v_k>, the new alpha), or the whole basis under full reorthogonalisation
+        let from = if self.full { 0 } else { k.saturating_sub(1) };
+        let first = w.project_out(&basis[from..])?;
+        alpha.push(first.coefs[first.coefs.len() - 1].re());
+        let (before, mut b) = (first.norm_before, first.norm_after);
+        self.next = if k > 0 {
+            overlap_estimate(
+                &self.cur,
+                &self.prev,
+                alpha,
+                beta,
+                b.max(f64::MIN_POSITIVE),
+                eps,
+            )
+        } else {
+            vec![eps, 1.0]
+        };
+        // a pass against the whole basis when the estimate nears sqrt(eps) (a nearly
+        // invariant Krylov space, where one step cancels most of the vector, gets there at
+        // once), at the step after such a pass, or at every step under full
+        // reorthogonalisation; twice when a pass cancels most of the vector ("twice is
+        // enough")
+        let lost = self.next[..k].iter().any(|x| x.abs() > eps.sqrt());
+        if k > 0 && (self.full || lost || self.again) {
+            let mut pass_before = before;
+            if !self.full {
+                pass_before = b;
+                b = w.project_out(basis)?.norm_after;
+            }
+            if b <= 0.5 * pass_before {
+                b = w.project_out(basis)?.norm_after;
+            }
+            self.full_passes += 1;
+            // the new vector is orthogonal to working precision; v_k is not, so a pass
+            // triggered by the estimate is repeated at the next step (after which both rows
+            // of the estimate are at rounding level)
+            self.again = !self.full && lost && !self.again;
+            self.next[..=k].iter_mut().for_each(|x| *x = eps);
+        } else {
+            self.again = false;
+        }
+        Ok((before, b))
+    }
+
+    /// The vector just made joins the basis.
+    fn advance(&mut self) {
+        let next = std::mem::take(&mut self.next);
+        self.prev = std::mem::replace(&mut self.cur, next);
+    }
+}
+
+/// A start vector of finite nonzero norm and at least one application, or a typed error.
+fn check_start(n0: f64, opts: &LanczosOptions) -> Result<()> {
     if !(n0.is_finite() && n0 > 0.0) {
         return Err(Error::InvalidArgument {
             name: "v0".into(),
@@ -210,8 +295,18 @@ pub fn lanczos<V: Vector>(
             reason: "0 applications find nothing; at least 1".into(),
         });
     }
+    Ok(())
+}
+
+/// The lowest eigenpair of the Hermitian map `apply`, from the start vector `v0` (nonzero).
+pub fn lanczos<V: Vector>(
+    mut apply: impl FnMut(&V) -> Result<V>,
+    v0: &V,
+    opts: &LanczosOptions,
+) -> Result<LanczosResult<V>> {
+    let n0 = v0.norm();
+    check_start(n0, opts)?;
     let one = |x: f64| V::Elem::from_f64(x);
-    let eps = epsilon::<V::Elem>();
     let mut v = v0.clone();
     v.scale(one(1.0 / n0));
     let mut basis = vec![v];
@@ -219,48 +314,10 @@ pub fn lanczos<V: Vector>(
     let (mut e, mut coef);
     let mut e_prev = f64::INFINITY;
     let mut converged = false;
-    // estimated overlaps of the last two basis vectors with the basis
-    let (mut prev, mut cur): (Vec<f64>, Vec<f64>) = (Vec::new(), vec![1.0]);
-    let (mut full_passes, mut again) = (0, false);
+    let mut orth = Orthogonalizer::new(opts.reorthogonalization, epsilon::<V::Elem>());
     loop {
-        let k = basis.len() - 1;
-        let mut w = apply(&basis[k])?;
-        // against the last two vectors (classical Gram-Schmidt: the last coefficient is
-        // <v_k|A v_k>, the new alpha), or the whole basis under full reorthogonalisation
-        let full = opts.reorthogonalization == Reorthogonalization::Full;
-        let first = w.project_out(&basis[if full { 0 } else { k.saturating_sub(1) }..])?;
-        alpha.push(first.coefs[first.coefs.len() - 1].re());
-        let before = first.norm_before;
-        let mut b = first.norm_after;
-        let mut next = if k > 0 {
-            overlap_estimate(&cur, &prev, &alpha, &beta, b.max(f64::MIN_POSITIVE), eps)
-        } else {
-            vec![eps, 1.0]
-        };
-        // a pass against the whole basis (twice when it cancels most of the vector: "twice
-        // is enough"): when the estimate nears sqrt(eps), at the step after one, or when the
-        // step cancelled most of the vector (a nearly invariant Krylov space, where one pass
-        // loses orthogonality and Ritz values fall below the spectrum)
-        let lost = next[..k].iter().any(|x| x.abs() > eps.sqrt());
-        if k > 0 && (full || lost || again) {
-            let mut pass_before = b;
-            if !full {
-                b = w.project_out(&basis)?.norm_after;
-            } else {
-                pass_before = before;
-            }
-            if b <= 0.5 * pass_before {
-                b = w.project_out(&basis)?.norm_after;
-            }
-            full_passes += 1;
-            // the new vector is orthogonal to working precision; v_k is not, so a pass
-            // triggered by the estimate is repeated at the next step (after which both rows
-            // of the estimate are at rounding level)
-            again = !full && lost && !again;
-            next[..=k].iter_mut().for_each(|x| *x = eps);
-        } else {
-            again = false;
-        }
+        let mut w = apply(&basis[basis.len() - 1])?;
+        let (before, b) = orth.step(&mut w, &basis, &mut alpha, &beta)?;
         (e, coef) = tridiagonal_ground(&alpha, &beta)?;
         let scale = alpha.iter().fold(1.0f64, |m, a| m.max(a.abs()));
         if basis.len() >= opts.min_iter && (e_prev - e).abs() < opts.tol * scale.max(e.abs()) {
@@ -279,7 +336,7 @@ pub fn lanczos<V: Vector>(
         beta.push(b);
         w.scale(one(1.0 / b));
         basis.push(w);
-        prev = std::mem::replace(&mut cur, next);
+        orth.advance();
     }
     let mut vector = basis[0].clone();
     vector.scale(one(coef[0]));
@@ -293,6 +350,6 @@ pub fn lanczos<V: Vector>(
         vector,
         applications: alpha.len(),
         converged,
-        full_passes,
+        full_passes: orth.full_passes,
     })
 }
