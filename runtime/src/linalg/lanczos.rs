@@ -77,8 +77,7 @@ impl<T: Scalar> Vector for DynTensor<T> {
 pub enum Reorthogonalization {
     /// Each new vector against its two predecessors; against the whole basis only when the
     /// estimated loss of orthogonality (Simon's recurrence) passes the square root of the
-    /// machine epsilon, then at the next step too, or when the step cancels most of the
-    /// vector.
+    /// machine epsilon, then at the next step too.
     Partial,
     /// Each new vector against the whole basis at every step.
     Full,
