@@ -5,25 +5,32 @@ use super::{Block, BlockKey};
 use crate::error::{Error, Result};
 use crate::hash::FxMap;
 use crate::symmetry::{Charge, Leg, Symmetry};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The blocks of a tensor and their lookup by key; shared between tensors of one structure.
 #[derive(Debug)]
 pub struct BlockIndex {
     pub(super) blocks: Vec<Block>,
-    pub(super) index: Arc<FxMap<BlockKey, usize>>,
+    /// The lookup by key, built on first use (a plan's intermediates never look a key up).
+    index: Arc<OnceLock<FxMap<BlockKey, usize>>>,
     fp: u64,
 }
 
 impl BlockIndex {
     /// Indexes blocks (sorted by key, non-overlapping layouts).
     pub fn new(blocks: Vec<Block>) -> Self {
-        let index = blocks
-            .iter()
-            .enumerate()
-            .map(|(i, b)| (b.key.clone(), i))
-            .collect();
-        Self::with_index(blocks, Arc::new(index))
+        Self::with_index(blocks, Arc::new(OnceLock::new()))
+    }
+    /// The position of the block with this key.
+    pub(super) fn find(&self, key: &[u32]) -> Option<usize> {
+        let index = self.index.get_or_init(|| {
+            self.blocks
+                .iter()
+                .enumerate()
+                .map(|(i, b)| (b.key.clone(), i))
+                .collect()
+        });
+        index.get(key).copied()
     }
     /// Indexes `blocks`, which have this index's keys in the same order (other layouts),
     /// sharing its key lookup.
@@ -35,7 +42,7 @@ impl BlockIndex {
         );
         Self::with_index(blocks, self.index.clone())
     }
-    fn with_index(blocks: Vec<Block>, index: Arc<FxMap<BlockKey, usize>>) -> Self {
+    fn with_index(blocks: Vec<Block>, index: Arc<OnceLock<FxMap<BlockKey, usize>>>) -> Self {
         let mut h = crate::hash::Fx::default();
         for b in &blocks {
             for &k in b.key.iter() {

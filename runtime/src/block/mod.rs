@@ -393,7 +393,7 @@ impl<T: Scalar> DynTensor<T> {
     }
     /// Position in [`Self::blocks`] of the block with these sector positions.
     pub fn find_block(&self, key: &[u32]) -> Option<usize> {
-        self.st.index.get(key).copied()
+        self.st.find(key)
     }
     /// The whole buffer.
     pub fn data(&self) -> &[T] {

@@ -99,7 +99,7 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     // renumber output blocks in key order (keys are distinct: an unstable sort gives the one
     // order)
     let mut order: Vec<u32> = (0..out_keys.len() as u32).collect();
-    order.sort_unstable_by_key(|&x| out_keys[x as usize]);
+    order.sort_unstable_by(|&x, &y| out_keys[x as usize].cmp(&out_keys[y as usize]));
     let mut rank = vec![0u32; order.len()];
     for (new, &old) in order.iter().enumerate() {
         rank[old as usize] = new as u32;
