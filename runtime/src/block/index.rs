@@ -13,7 +13,9 @@ pub struct BlockIndex {
     pub(super) blocks: Vec<Block>,
     /// The lookup by key, built on first use (a plan's intermediates never look a key up).
     index: Arc<OnceLock<FxMap<BlockKey, usize>>>,
-    fp: u64,
+    /// Fingerprint of keys and layouts, computed on first use (a plan's intermediates never
+    /// ask for it).
+    fp: OnceLock<u64>,
 }
 
 impl BlockIndex {
@@ -43,20 +45,10 @@ impl BlockIndex {
         Self::with_index(blocks, self.index.clone())
     }
     fn with_index(blocks: Vec<Block>, index: Arc<OnceLock<FxMap<BlockKey, usize>>>) -> Self {
-        let mut h = crate::hash::Fx::default();
-        for b in &blocks {
-            for &k in b.key.iter() {
-                h.write(k as u64);
-            }
-            for &st in &b.layout.strides {
-                h.write(st as u64);
-            }
-            h.write(b.layout.offset as u64);
-        }
         BlockIndex {
             blocks,
             index,
-            fp: h.finish(),
+            fp: OnceLock::new(),
         }
     }
     /// The blocks.
@@ -65,7 +57,19 @@ impl BlockIndex {
     }
     /// Fingerprint of keys and layouts.
     pub fn fingerprint(&self) -> u64 {
-        self.fp
+        *self.fp.get_or_init(|| {
+            let mut h = crate::hash::Fx::default();
+            for b in &self.blocks {
+                for &k in b.key.iter() {
+                    h.write(k as u64);
+                }
+                for &st in &b.layout.strides {
+                    h.write(st as u64);
+                }
+                h.write(b.layout.offset as u64);
+            }
+            h.finish()
+        })
     }
 }
 
