@@ -73,57 +73,67 @@ impl Axes {
     /// over as few and as long rows as possible; a short innermost row (under
     /// [`SHORT_ROW`] elements) trades places with the longest axis.
     pub fn simplified(dims: &[usize], ss: &[isize], ds: &[isize]) -> Axes {
-        Self::merged(dims, ss, ds).long_rows_inner()
-    }
-
-    /// The longest axis innermost when the innermost row is short and a longer axis exists:
-    /// fewer, longer rows (any loop order copies the same elements once).
-    fn long_rows_inner(mut self) -> Axes {
-        let n = self.len;
-        if n < 2 || self.dims[n - 1] >= SHORT_ROW {
-            return self;
-        }
-        // the longest axis, one walked by unit steps on either side first
-        let unit = |k: usize| self.src[k].abs() == 1 || self.dst[k].abs() == 1;
-        let best = (0..n - 1)
-            .max_by_key(|&k| (unit(k) && self.dims[k] > self.dims[n - 1], self.dims[k]))
-            .unwrap_or(n - 1);
-        if self.dims[best] > self.dims[n - 1] {
-            self.dims.swap(best, n - 1);
-            self.src.swap(best, n - 1);
-            self.dst.swap(best, n - 1);
-        }
-        self
-    }
-
-    /// Unit axes dropped, nesting neighbours merged, in the given order.
-    fn merged(dims: &[usize], ss: &[isize], ds: &[isize]) -> Axes {
         let mut ax = Axes {
-            len: 0,
+            len: dims.len(),
             dims: [0; MAX_RANK],
             src: [0; MAX_RANK],
             dst: [0; MAX_RANK],
         };
-        for k in 0..dims.len() {
-            if dims[k] == 1 {
-                continue;
-            }
-            let n = ax.len;
-            if n > 0
-                && ax.src[n - 1] == ss[k] * dims[k] as isize
-                && ax.dst[n - 1] == ds[k] * dims[k] as isize
-            {
-                ax.dims[n - 1] *= dims[k];
-                ax.src[n - 1] = ss[k];
-                ax.dst[n - 1] = ds[k];
-                continue;
-            }
-            ax.dims[n] = dims[k];
-            ax.src[n] = ss[k];
-            ax.dst[n] = ds[k];
-            ax.len += 1;
-        }
+        ax.dims[..dims.len()].copy_from_slice(dims);
+        ax.src[..dims.len()].copy_from_slice(ss);
+        ax.dst[..dims.len()].copy_from_slice(ds);
+        ax.len = Self::simplify(&mut ax.dims[..dims.len()], &mut ax.src, &mut ax.dst);
         ax
+    }
+
+    /// [`Axes::simplified`] in place: the first `dims.len()` axes of the three arrays become
+    /// the simplified axes, whose number is returned (no copy of the arrays is made).
+    pub fn simplify(dims: &mut [usize], src: &mut [isize], dst: &mut [isize]) -> usize {
+        let n = Self::merge(dims, src, dst);
+        Self::long_rows_inner(&mut dims[..n], &mut src[..n], &mut dst[..n]);
+        n
+    }
+
+    /// The longest axis innermost when the innermost row is short and a longer axis exists:
+    /// fewer, longer rows (any loop order copies the same elements once).
+    fn long_rows_inner(dims: &mut [usize], src: &mut [isize], dst: &mut [isize]) {
+        let n = dims.len();
+        if n < 2 || dims[n - 1] >= SHORT_ROW {
+            return;
+        }
+        // the longest axis, one walked by unit steps on either side first
+        let unit = |k: usize| src[k].abs() == 1 || dst[k].abs() == 1;
+        let best = (0..n - 1)
+            .max_by_key(|&k| (unit(k) && dims[k] > dims[n - 1], dims[k]))
+            .unwrap_or(n - 1);
+        if dims[best] > dims[n - 1] {
+            dims.swap(best, n - 1);
+            src.swap(best, n - 1);
+            dst.swap(best, n - 1);
+        }
+    }
+
+    /// Unit axes dropped, nesting neighbours merged, in the given order, written over the
+    /// front of the arrays (an axis is only ever moved forward); returns how many remain.
+    fn merge(dims: &mut [usize], src: &mut [isize], dst: &mut [isize]) -> usize {
+        let mut n = 0;
+        for k in 0..dims.len() {
+            let (d, s, t) = (dims[k], src[k], dst[k]);
+            if d == 1 {
+                continue;
+            }
+            if n > 0 && src[n - 1] == s * d as isize && dst[n - 1] == t * d as isize {
+                dims[n - 1] *= d;
+                src[n - 1] = s;
+                dst[n - 1] = t;
+                continue;
+            }
+            dims[n] = d;
+            src[n] = s;
+            dst[n] = t;
+            n += 1;
+        }
+        n
     }
 }
 

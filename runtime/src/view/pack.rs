@@ -75,18 +75,18 @@ impl Packs {
         }
         let start = self.dims.len() as u32;
         let empty = dims[..n].contains(&0);
-        let ax = Axes::simplified(&dims[..n], &own[..n], &mat[..n]);
+        let len = Axes::simplify(&mut dims[..n], &mut own, &mut mat);
         if !empty {
-            self.dims.extend_from_slice(&ax.dims[..ax.len]);
-            self.block_strides.extend_from_slice(&ax.src[..ax.len]);
-            self.mat_strides.extend_from_slice(&ax.dst[..ax.len]);
+            self.dims.extend_from_slice(&dims[..len]);
+            self.block_strides.extend_from_slice(&own[..len]);
+            self.mat_strides.extend_from_slice(&mat[..len]);
         }
         self.ops.push(PackOp {
             block_off: l.offset,
             mat_off,
             start,
             // an empty block copies nothing: marked by u32::MAX
-            len: if empty { u32::MAX } else { ax.len as u32 },
+            len: if empty { u32::MAX } else { len as u32 },
         });
         (self.ops.len() - 1) as u32
     }
