@@ -47,7 +47,7 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<B
     }
     let blocks: Vec<Block> = tiled
         .iter()
-        .zip(&sp.out_keys)
+        .zip(sp.out_keys.iter())
         .map(|(&(at, n), key)| {
             let d = dims(key);
             if at == usize::MAX {

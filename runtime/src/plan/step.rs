@@ -26,8 +26,9 @@ pub struct StepPlan {
     pub geometry: Geometry,
     /// Every block pair.
     pub pairs: Vec<PairGemm>,
-    /// Output block keys (sorted); their layouts are in [`StepPlan::out_index`].
-    pub out_keys: Vec<BlockKey>,
+    /// Output block keys (sorted); their layouts are in [`StepPlan::out_index`]. Shared with
+    /// the plans made from this one as a template (the same keys).
+    pub out_keys: Arc<[BlockKey]>,
     /// Output buffer length.
     pub out_len: usize,
     /// What the plan knows of its two operands' blocks, indexed by [`Side::index`].
@@ -225,23 +226,23 @@ pub(crate) fn plan_step_like<T: Scalar>(
             && t.operands[1].mats.len() == b.num_blocks()
             && fixed.is_none_or(|f| f.num_blocks() == t.out_keys.len())
     });
-    let Some(list) = pair_list(a, b, &g, fixed, template) else {
+    let Some((pairs, out_keys)) = pair_list(a, b, &g, fixed, template) else {
         return Ok(None);
     };
-    check_output_size::<T>(&g, &list.out_keys, desc)?;
+    check_output_size::<T>(&g, &out_keys, desc)?;
     let operands = [
         OperandPlan::new(a, &g, Side::A),
         OperandPlan::new(b, &g, Side::B),
     ];
     let ks = match template {
         Some(t) => t.keys.clone(),
-        None => Arc::new(keys(a, b, &g, &list.pairs)),
+        None => Arc::new(keys(a, b, &g, &pairs)),
     };
     let mut sp = StepPlan {
         desc: desc.clone(),
         geometry: g,
-        pairs: list.pairs,
-        out_keys: list.out_keys,
+        pairs,
+        out_keys,
         out_len: 0,
         operands,
         c_mats: Vec::new(),
@@ -362,25 +363,23 @@ fn one_shape(sp: &StepPlan, ps: &[u32]) -> bool {
     ps.iter().all(|&p| shape(p) == shape(ps[0]))
 }
 
-/// The step's pairs and output keys: the template's, resized, or enumerated (and pointed at
-/// the target's blocks); None when the target lacks a block the step produces.
+/// The step's pairs and output keys: the template's (its keys shared), resized, or
+/// enumerated (and pointed at the target's blocks); None when the target lacks a block the
+/// step produces.
 fn pair_list<T: Scalar>(
     a: &DynTensor<T>,
     b: &DynTensor<T>,
     g: &Geometry,
     fixed: Option<&DynTensor<T>>,
     template: Option<&StepPlan>,
-) -> Option<PairList> {
+) -> Option<(Vec<PairGemm>, Arc<[BlockKey]>)> {
     if let Some(t) = template {
-        return Some(PairList {
-            out_keys: t.out_keys.clone(),
-            pairs: resized(&t.pairs, a, b, g),
-        });
+        return Some((resized(&t.pairs, a, b, g), t.out_keys.clone()));
     }
     let mut list = enumerate(a, b, g);
     match fixed {
         Some(t) if !onto_target(&mut list, t) => None,
-        _ => Some(list),
+        _ => Some((list.pairs, list.out_keys.into())),
     }
 }
 
