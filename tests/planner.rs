@@ -501,7 +501,7 @@ fn grouped_calls_never_write_one_block_twice() {
     let calls = per_c.values().copied().max().unwrap();
     assert_eq!(st.groups.len(), calls);
     for g in &st.groups {
-        let mut cs: Vec<u32> = g.c.iter().map(|p| p.block).collect();
+        let mut cs: Vec<u32> = g.c().iter().map(|p| p.block).collect();
         let n = cs.len();
         cs.sort();
         cs.dedup();
@@ -735,5 +735,97 @@ fn a_structure_differing_only_in_sector_dimensions_plans_from_the_cached_one() {
         )
         .unwrap();
         assert!(common::rel_diff(&t2.to_dense().unwrap(), &wd) < 1e-12);
+    }
+}
+
+/// Checks a step plan's hazard-free components and first-write marks: the components hold
+/// every group once, each ascending, numbered by their first group, and no output block is
+/// written from two of them; every written block's first place in execution order is marked
+/// first (or listed in `zero_blocks`, for a direct concatenated GEMM that adds), no later one
+/// is, and an unwritten block is zeroed.
+fn check_components_and_first_writes(name: &str, sp: &blockcontract::plan::StepPlan) {
+    let ng = sp.groups.len();
+    let mut seen = vec![false; ng];
+    let mut owner: HashMap<u32, usize> = HashMap::new();
+    let mut last_first = None;
+    for (ci, comp) in sp.components.iter().enumerate() {
+        assert!(!comp.is_empty(), "{name}: empty component {ci}");
+        assert!(
+            comp.windows(2).all(|w| w[0] < w[1]),
+            "{name}: component {ci} not ascending"
+        );
+        assert!(
+            last_first < Some(comp[0]),
+            "{name}: components not numbered by first group"
+        );
+        last_first = Some(comp[0]);
+        for &g in comp {
+            assert!(
+                !std::mem::replace(&mut seen[g as usize], true),
+                "{name}: group {g} twice"
+            );
+            for p in sp.groups[g as usize].c() {
+                let o = *owner.entry(p.block).or_insert(ci);
+                assert_eq!(
+                    o, ci,
+                    "{name}: block {} written from two components",
+                    p.block
+                );
+            }
+        }
+    }
+    assert!(seen.iter().all(|&s| s), "{name}: a group in no component");
+    let zero: HashSet<u32> = sp.zero_blocks.iter().copied().collect();
+    let mut written = HashSet::new();
+    for g in &sp.groups {
+        for p in g.c() {
+            let first = written.insert(p.block);
+            assert!(
+                !p.first || first,
+                "{name}: block {} marked first twice",
+                p.block
+            );
+            assert!(
+                p.first || !first || zero.contains(&p.block),
+                "{name}: block {}'s first writer neither overwrites nor is zeroed",
+                p.block
+            );
+        }
+        for p in g.a().iter().chain(g.b()) {
+            assert!(!p.first, "{name}: an operand place marked first");
+        }
+    }
+    for b in 0..sp.out_keys.len() as u32 {
+        assert!(
+            written.contains(&b) || zero.contains(&b),
+            "{name}: block {b} unwritten, not zeroed"
+        );
+    }
+}
+
+#[test]
+fn components_and_first_writes_hold_from_scratch_and_from_a_template() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+    let opts = PlanOptions {
+        model: blockcontract::CostModel::default(),
+        ..PlanOptions::default()
+    };
+    for name in ["hubbard_u1u1_m64_heff2", "heisenberg_u1_m64_heff2"] {
+        let w = Workload::load(dir.join(format!("{name}.json"))).unwrap();
+        let cache = PlanCache::new();
+        let fp = blockcontract::plan::cache::spec_fingerprint(&w.contraction);
+        for (i, x) in [w.clone(), w.near(5).unwrap()].iter().enumerate() {
+            let ops = x.build_operands::<f64>().unwrap();
+            let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+            let plan = cache.get_or_plan(&x.contraction, fp, &refs, &opts).unwrap();
+            for st in &plan.steps {
+                check_components_and_first_writes(&format!("{name} #{i} {}", st.name), &st.plan);
+            }
+        }
+        assert_eq!(
+            cache.stats().templated,
+            1,
+            "{name}: the near structure used the template"
+        );
     }
 }

@@ -431,8 +431,9 @@ impl<T: Scalar> Ctx<'_, T> {
         let (sa, rest) = scratch.split_at_mut(la);
         let (sb, sc) = rest.split_at_mut(lb);
         let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
-        let members = gr.a.iter().zip(&gr.b).zip(&gr.c).zip(&gr.c_first);
-        for ((((pa, pb), pc), &first), &pi) in members.zip(&gr.pairs) {
+        let members = gr.a().iter().zip(gr.b()).zip(gr.c());
+        for (((pa, pb), pc), &pi) in members.zip(&gr.pairs) {
+            let first = pc.first;
             // each member's own shape (grouped members differ; the scratch fits the largest)
             let pr = &sp.pairs[pi as usize];
             let (m, n, k) = (pr.m, pr.n, pr.k);
@@ -518,15 +519,15 @@ impl<T: Scalar> Ctx<'_, T> {
             match gr.c_access {
                 Access::Direct(s, base) => {
                     // a direct group's first writes are all of its blocks or none (planned so)
-                    let first = gr.c_first.iter().all(|&f| f);
+                    let first = gr.c().iter().all(|p| p.first);
                     let cm = RawMatMut::new(out.add(base), s);
                     self.gemm(cm, self.accum_of(first), am, bm)
                 }
                 Access::Packed => {
                     let cm = RawMatMut::new(sc.as_mut_ptr(), MatShape::row_major(m, n));
                     self.gemm(cm, Accum::Replace, am, bm);
-                    for (i, &first) in gr.c_first.iter().enumerate() {
-                        let mode = copy_mode(self.accum_of(first));
+                    for (i, p) in gr.c().iter().enumerate() {
+                        let mode = copy_mode(self.accum_of(p.first));
                         let op = gr.packs[2] + i as u32;
                         self.sp.packs.scatter(op, sc.as_ptr(), out, mode);
                     }

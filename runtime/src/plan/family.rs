@@ -174,6 +174,8 @@ pub(super) struct Placer {
     stamp: [Vec<u32>; 6],
     off: [Vec<usize>; 3],
     now: u32,
+    /// The current group's A, B and output places, before they are copied into its list.
+    places: [Vec<Place>; 3],
 }
 
 impl Placer {
@@ -189,6 +191,7 @@ impl Placer {
             stamp: [nr, nk, nn, blocks[0], blocks[1], blocks[2]].map(|n| vec![0; n]),
             off: [nr, nk, nn].map(|n| vec![0; n]),
             now: 0,
+            places: Default::default(),
         }
     }
     /// The offset of key `id` of kind `which` in the current group: given it (`*next`,
@@ -235,23 +238,20 @@ impl Placer {
 }
 
 /// Places a set of pairs in one `m x k` times `k x n` GEMM (rows: distinct row keys, inner:
-/// distinct contracted keys, columns: distinct column keys, each in first-seen order); the
-/// last argument is room to reserve for the A, B and output places.
+/// distinct contracted keys, columns: distinct column keys, each in first-seen order).
 pub(super) fn concat_group(
     sp: &StepPlan,
     ks: &Keys,
     ps: &[u32],
     kind: GroupKind,
     pl: &mut Placer,
-    [na, nb, nc]: [usize; 3],
 ) -> Group {
     pl.now += 1;
     let (mut m, mut k, mut n) = (0, 0, 0);
-    let (mut a, mut b, mut c) = (
-        Vec::with_capacity(na),
-        Vec::with_capacity(nb),
-        Vec::with_capacity(nc),
-    );
+    let [mut a, mut b, mut c] = std::mem::take(&mut pl.places);
+    for v in [&mut a, &mut b, &mut c] {
+        v.clear();
+    }
     let mut flops = 0.0;
     for &p in ps {
         let pr = &sp.pairs[p as usize];
@@ -262,6 +262,7 @@ pub(super) fn concat_group(
         if pl.first(3, pr.a) {
             a.push(Place {
                 block: pr.a,
+                first: false,
                 row: ro,
                 col: ko,
             });
@@ -269,6 +270,7 @@ pub(super) fn concat_group(
         if pl.first(4, pr.b) {
             b.push(Place {
                 block: pr.b,
+                first: false,
                 row: ko,
                 col: no,
             });
@@ -276,30 +278,32 @@ pub(super) fn concat_group(
         if pl.first(5, pr.c) {
             c.push(Place {
                 block: pr.c,
+                first: false,
                 row: ro,
                 col: no,
             });
         }
         flops += pr.flops();
     }
-    Group {
+    let mut g = Group {
         kind,
         pairs: ps.to_vec(),
         m,
         n,
         k,
-        a,
-        b,
-        c,
+        place_list: Vec::new(),
+        ends: [0; 2],
         a_access: Access::Packed,
         b_access: Access::Packed,
         c_access: Access::Packed,
-        c_first: Vec::new(),
         flops,
         wasted_flops: 2.0 * m as f64 * n as f64 * k as f64 - flops,
         packed_elems: 0,
         predicted_s: 0.0,
         uncoalesced_s: 0.0,
         packs: [u32::MAX; 3],
-    }
+    };
+    g.set_places([&a, &b, &c]);
+    pl.places = [a, b, c];
+    g
 }

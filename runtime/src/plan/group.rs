@@ -80,6 +80,10 @@ impl Access {
 pub struct Place {
     /// Block position in its tensor.
     pub block: u32,
+    /// For an output place: whether this is the first write to that block in execution order
+    /// (it may then overwrite, BLAS beta = 0, instead of adding into a zeroed block); false for
+    /// an operand's place and until the step is finished.
+    pub first: bool,
     /// First row in the group's matrix.
     pub row: usize,
     /// First column in the group's matrix.
@@ -100,21 +104,17 @@ pub struct Group {
     pub n: usize,
     /// Inner dimension.
     pub k: usize,
-    /// A blocks and their places in the `m x k` matrix (concatenating kinds), or one per member.
-    pub a: Vec<Place>,
-    /// B blocks in the `k x n` matrix.
-    pub b: Vec<Place>,
-    /// Output blocks in the `m x n` matrix.
-    pub c: Vec<Place>,
+    /// The places of A's blocks, then of B's, then of the output's, in one list (one
+    /// allocation per group): read them with [`Group::a`], [`Group::b`] and [`Group::c`].
+    pub(crate) place_list: Vec<Place>,
+    /// Where B's places and the output's start in `place_list`.
+    pub(crate) ends: [u32; 2],
     /// How A is reached (concatenating kinds; per member otherwise).
     pub a_access: Access,
     /// How B is reached.
     pub b_access: Access,
     /// How the output is reached.
     pub c_access: Access,
-    /// Per entry of `c`: whether this is the first write to that block in execution order
-    /// (it may then overwrite, BLAS beta = 0, instead of adding into a zeroed block).
-    pub c_first: Vec<bool>,
     /// Useful flops.
     pub flops: f64,
     /// Flops spent on structural zeros (zero by construction for every kind).
@@ -145,11 +145,41 @@ impl Group {
         1
     }
 
+    /// Sets the places of A's, B's and the output's blocks.
+    pub(crate) fn set_places(&mut self, [a, b, c]: [&[Place]; 3]) {
+        self.place_list.clear();
+        self.place_list.reserve_exact(a.len() + b.len() + c.len());
+        for x in [a, b, c] {
+            self.place_list.extend_from_slice(x);
+        }
+        self.ends = [a.len() as u32, (a.len() + b.len()) as u32];
+    }
+
+    /// A blocks and their places in the `m x k` matrix (concatenating kinds), or one per member.
+    pub fn a(&self) -> &[Place] {
+        &self.place_list[..self.ends[0] as usize]
+    }
+
+    /// B blocks and their places in the `k x n` matrix.
+    pub fn b(&self) -> &[Place] {
+        &self.place_list[self.ends[0] as usize..self.ends[1] as usize]
+    }
+
+    /// Output blocks and their places in the `m x n` matrix.
+    pub fn c(&self) -> &[Place] {
+        &self.place_list[self.ends[1] as usize..]
+    }
+
+    /// The output's places, to mark first writes.
+    pub(crate) fn c_mut(&mut self) -> &mut [Place] {
+        &mut self.place_list[self.ends[1] as usize..]
+    }
+
     /// The blocks of one operand and their places.
     pub fn places(&self, side: Side) -> &[Place] {
         match side {
-            Side::A => &self.a,
-            Side::B => &self.b,
+            Side::A => self.a(),
+            Side::B => self.b(),
         }
     }
 
@@ -186,16 +216,16 @@ impl Group {
             }
             GroupKind::FreeAxis => format!(
                 "one contracted block shared: {} A blocks stacked as rows, {} B blocks as columns",
-                self.a.len(),
-                self.b.len()
+                self.a().len(),
+                self.b().len()
             ),
             GroupKind::ContractionAxis => {
                 format!("one output block: {n} contributions concatenated along k")
             }
             GroupKind::Rectangle => format!(
                 "coupled sector fully populated ({} A x {} B blocks, every pair present)",
-                self.a.len(),
-                self.b.len()
+                self.a().len(),
+                self.b().len()
             ),
         };
         format!(

@@ -26,21 +26,25 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<B
     // output blocks written by exactly one group can be laid out for that group
     let mut writers = vec![0u32; nout];
     for gr in groups {
-        for p in &gr.c {
+        for p in gr.c() {
             writers[p.block as usize] += 1;
         }
     }
     let mut order: Vec<&Group> = groups
         .iter()
         .filter(|x| matches!(x.kind, GroupKind::Rectangle | GroupKind::FreeAxis))
-        .filter(|x| x.c.iter().all(|p| writers[p.block as usize] == 1))
+        .filter(|x| x.c().iter().all(|p| writers[p.block as usize] == 1))
         .collect();
     order.sort_by_key(|x| std::cmp::Reverse(x.m * x.n));
     for gr in order {
-        if gr.c.iter().any(|p| tiled[p.block as usize].0 != usize::MAX) {
+        if gr
+            .c()
+            .iter()
+            .any(|p| tiled[p.block as usize].0 != usize::MAX)
+        {
             continue;
         }
-        for p in &gr.c {
+        for p in gr.c() {
             tiled[p.block as usize] = (offset + p.row * gr.n + p.col, gr.n);
         }
         offset += gr.m * gr.n;
@@ -109,7 +113,7 @@ pub(super) fn assign_packs(
         vec![false; blocks[2].len()],
     ];
     for gr in groups.iter().filter(|gr| gr.is_members()) {
-        for (u, places) in used.iter_mut().zip([&gr.a, &gr.b, &gr.c]) {
+        for (u, places) in used.iter_mut().zip([gr.a(), gr.b(), gr.c()]) {
             for p in places {
                 u[p.block as usize] = true;
             }
@@ -152,7 +156,7 @@ pub(super) fn assign_packs(
         }
         if gr.c_access.is_packed() {
             gr.packs[2] = packs.ops.len() as u32;
-            for p in &gr.c {
+            for p in gr.c() {
                 let l = &blocks[2][p.block as usize].layout;
                 packs.push(l, c_axes, gr.n as isize, p.row * gr.n + p.col);
             }
@@ -242,14 +246,13 @@ pub(super) fn first_writes(groups: &mut [Group], nout: usize) -> Vec<u32> {
     let mut written = vec![false; nout];
     let mut zero = Vec::new();
     for g in groups.iter_mut() {
-        g.c_first =
-            g.c.iter()
-                .map(|p| !std::mem::replace(&mut written[p.block as usize], true))
-                .collect();
+        for p in g.c_mut() {
+            p.first = !std::mem::replace(&mut written[p.block as usize], true);
+        }
         let direct_concat = !g.is_members() && !g.c_access.is_packed();
-        if direct_concat && !g.c_first.iter().all(|&f| f) {
-            for (p, f) in g.c.iter().zip(&mut g.c_first) {
-                if std::mem::replace(f, false) {
+        if direct_concat && !g.c().iter().all(|p| p.first) {
+            for p in g.c_mut() {
+                if std::mem::replace(&mut p.first, false) {
                     zero.push(p.block);
                 }
             }
@@ -260,8 +263,44 @@ pub(super) fn first_writes(groups: &mut [Group], nout: usize) -> Vec<u32> {
     zero
 }
 
+/// A step's hazard-free sets of groups (groups in different sets write disjoint output
+/// blocks), each ascending, numbered by their first group: one list, no allocation per set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Components {
+    /// Every group, set after set.
+    groups: Vec<u32>,
+    /// Where each set starts in `groups`, and the end.
+    starts: Vec<u32>,
+}
+
+impl Components {
+    /// Number of sets.
+    pub fn len(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+    /// Whether there is no set.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The sets in order, each its groups ascending.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u32]> + '_ {
+        (0..self.len()).map(move |c| &self[c])
+    }
+    /// Approximate memory held, in bytes.
+    pub fn approx_bytes(&self) -> usize {
+        (self.groups.len() + self.starts.len()) * 4
+    }
+}
+
+impl std::ops::Index<usize> for Components {
+    type Output = [u32];
+    fn index(&self, c: usize) -> &[u32] {
+        &self.groups[self.starts[c] as usize..self.starts[c + 1] as usize]
+    }
+}
+
 /// Groups linked by a shared output block end up in one component; components are independent.
-pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
+pub(super) fn components(groups: &[Group], nout: usize) -> Components {
     let mut parent: Vec<usize> = (0..groups.len()).collect();
     fn find(p: &mut [usize], x: usize) -> usize {
         let mut r = x;
@@ -273,7 +312,7 @@ pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
     }
     let mut owner: Vec<Option<usize>> = vec![None; nout];
     for (gi, g) in groups.iter().enumerate() {
-        for c in &g.c {
+        for c in g.c() {
             match owner[c.block as usize] {
                 None => owner[c.block as usize] = Some(gi),
                 Some(o) => {
@@ -283,18 +322,38 @@ pub(super) fn components(groups: &[Group], nout: usize) -> Vec<Vec<u32>> {
             }
         }
     }
-    // numbered by their first group: ascending by first group, each ascending
+    // numbered by their first group: ascending by first group, each ascending (a counting
+    // pass, then each group placed in its set)
     let mut id = vec![u32::MAX; groups.len()];
-    let mut v: Vec<Vec<u32>> = Vec::new();
-    for gi in 0..groups.len() {
-        let r = find(&mut parent, gi);
-        if id[r] == u32::MAX {
-            id[r] = v.len() as u32;
-            v.push(Vec::new());
-        }
-        v[id[r] as usize].push(gi as u32);
+    let mut sizes: Vec<u32> = Vec::new();
+    let of: Vec<u32> = (0..groups.len())
+        .map(|gi| {
+            let r = find(&mut parent, gi);
+            if id[r] == u32::MAX {
+                id[r] = sizes.len() as u32;
+                sizes.push(0);
+            }
+            sizes[id[r] as usize] += 1;
+            id[r]
+        })
+        .collect();
+    let mut starts = Vec::with_capacity(sizes.len() + 1);
+    let mut at = 0u32;
+    starts.push(0);
+    for n in &sizes {
+        at += n;
+        starts.push(at);
     }
-    v
+    let mut next: Vec<u32> = starts[..sizes.len()].to_vec();
+    let mut list = vec![0u32; groups.len()];
+    for (gi, &c) in of.iter().enumerate() {
+        list[next[c as usize] as usize] = gi as u32;
+        next[c as usize] += 1;
+    }
+    Components {
+        groups: list,
+        starts,
+    }
 }
 
 /// Scratch of a member group: per operand, room for one member's packed block, when any

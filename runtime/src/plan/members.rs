@@ -103,22 +103,26 @@ pub(super) fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group 
     };
     let place = |block| Place {
         block,
+        first: false,
         row: 0,
         col: 0,
     };
+    let mut place_list = Vec::with_capacity(3 * ps.len());
+    for side in [|p: &PairGemm| p.a, |p: &PairGemm| p.b, |p: &PairGemm| p.c] {
+        place_list.extend(ps.iter().map(|&p| place(side(&sp.pairs[p as usize]))));
+    }
+    let n = ps.len() as u32;
     Group {
         kind,
         pairs: ps.to_vec(),
         m: pr0.m,
         n: pr0.n,
         k: pr0.k,
-        a: ps.iter().map(|&p| place(sp.pairs[p as usize].a)).collect(),
-        b: ps.iter().map(|&p| place(sp.pairs[p as usize].b)).collect(),
-        c: ps.iter().map(|&p| place(sp.pairs[p as usize].c)).collect(),
+        place_list,
+        ends: [n, 2 * n],
         a_access: Access::Packed,
         b_access: Access::Packed,
         c_access: Access::Packed,
-        c_first: Vec::new(),
         flops: ps.iter().map(|&p| sp.pairs[p as usize].flops()).sum(),
         wasted_flops: 0.0,
         packed_elems: 0,

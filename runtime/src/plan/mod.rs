@@ -17,6 +17,7 @@ pub mod step;
 pub use cache::{fingerprint, CacheStats, PlanCache};
 pub use cost::CostModel;
 pub use group::{Access, Group, GroupKind, KernelCounts, Place};
+pub use layout::Components;
 pub use options::{PlanOptions, Policy, TIE};
 pub use step::{plan_step, plan_step_with, OperandPlan, StepPlan};
 
@@ -123,9 +124,9 @@ impl Plan {
             }
             for g in &p.groups {
                 b += size_of::<Group>() + g.pairs.len() * 4;
-                b += (g.a.len() + g.b.len() + g.c.len()) * size_of::<Place>() + g.c_first.len();
+                b += g.place_list.len() * size_of::<Place>();
             }
-            b += p.components.iter().map(|c| c.len() * 4 + 24).sum::<usize>();
+            b += p.components.approx_bytes();
             b += p.zero_blocks.len() * 4;
             b += p.packs.approx_bytes() + p.c_pack.len() * 4;
             // shared with the plans made from this one: counted in each

@@ -77,11 +77,17 @@ fn price_members(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
         ..sp.pairs[gr.pairs[0] as usize]
     };
     let packed: usize = (0..gr.pairs.len())
-        .map(|i| member_packed(sp, &shape, (gr.a[i].block, gr.b[i].block, gr.c[i].block)))
+        .map(|i| {
+            member_packed(
+                sp,
+                &shape,
+                (gr.a()[i].block, gr.b()[i].block, gr.c()[i].block),
+            )
+        })
         .sum();
-    gr.a_access = member_access(&sp.operand(Side::A).mats, &gr.a);
-    gr.b_access = member_access(&sp.operand(Side::B).mats, &gr.b);
-    gr.c_access = member_access(&sp.c_mats, &gr.c);
+    gr.a_access = member_access(&sp.operand(Side::A).mats, gr.a());
+    gr.b_access = member_access(&sp.operand(Side::B).mats, gr.b());
+    gr.c_access = member_access(&sp.c_mats, gr.c());
     gr.packed_elems = packed;
     let n = gr.pairs.len();
     gr.predicted_s = if gr.kind == GroupKind::Single {
@@ -95,9 +101,9 @@ fn price_members(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
 fn price_concat(sp: &StepPlan, gr: &mut Group, model: &CostModel, c_off: &[usize]) {
     let a = sp.operand(Side::A);
     let b = sp.operand(Side::B);
-    gr.a_access = matrix_access(&gr.a, &a.mats, &a.offsets);
-    gr.b_access = matrix_access(&gr.b, &b.mats, &b.offsets);
-    gr.c_access = matrix_access(&gr.c, &sp.c_mats, c_off);
+    gr.a_access = matrix_access(gr.a(), &a.mats, &a.offsets);
+    gr.b_access = matrix_access(gr.b(), &b.mats, &b.offsets);
+    gr.c_access = matrix_access(gr.c(), &sp.c_mats, c_off);
     let mut packed = 0;
     if gr.a_access.is_packed() {
         packed += gr.m * gr.k;

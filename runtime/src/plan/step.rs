@@ -5,7 +5,9 @@
 use super::family::{choose_family, concat_group, family_kind, Placer};
 use super::group::Group;
 use super::group::GroupKind;
-use super::layout::{assign_output_layout, assign_packs, components, first_writes, scratch_of};
+use super::layout::{
+    assign_output_layout, assign_packs, components, first_writes, scratch_of, Components,
+};
 use super::members::{batch_singles, member_group};
 use super::options::PlanOptions;
 use super::price::finalize;
@@ -38,7 +40,7 @@ pub struct StepPlan {
     /// The groups (plan nodes).
     pub groups: Vec<Group>,
     /// Hazard-free sets: groups in different sets write disjoint output blocks.
-    pub components: Vec<Vec<u32>>,
+    pub components: Components,
     /// Scratch elements the largest group needs.
     pub scratch_elems: usize,
     /// Output blocks to zero before the step when it overwrites its output (blocks no group
@@ -247,7 +249,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
         operands,
         c_mats: Vec::new(),
         groups: Vec::new(),
-        components: Vec::new(),
+        components: Components::default(),
         scratch_elems: 0,
         out_index: Arc::new(BlockIndex::new(Vec::new())),
         zero_blocks: Vec::new(),
@@ -347,7 +349,7 @@ fn group_pairs(sp: &StepPlan, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
         let ps = &classes[&cid];
         for fam in choose_family(sp, ks, ps, opts, &mut placer, &mut singles) {
             let kind = family_kind(sp, ks, &fam, &mut placer);
-            groups.push(concat_group(sp, ks, &fam, kind, &mut placer, [0; 3]));
+            groups.push(concat_group(sp, ks, &fam, kind, &mut placer));
         }
     }
     groups.extend(batch_singles(sp, singles, opts));
@@ -443,8 +445,7 @@ fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option
             return None;
         }
         if !g.is_members() {
-            let hint = [g.a.len(), g.b.len(), g.c.len()];
-            groups.push(concat_group(sp, ks, &g.pairs, g.kind, &mut placer, hint));
+            groups.push(concat_group(sp, ks, &g.pairs, g.kind, &mut placer));
         } else if g.kind != GroupKind::Batched || one_shape(sp, &g.pairs) {
             groups.push(member_group(sp, &g.pairs, g.kind));
         } else {

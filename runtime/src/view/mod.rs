@@ -121,23 +121,24 @@ pub fn row_major_strides(dims: &[usize]) -> Vec<isize> {
 /// `None` when their strides do not nest. Axes of extent 1 are ignored; an empty
 /// or all-unit list fuses to `(product, 1)`.
 pub fn fuse(dims: &[usize], strides: &[isize], axes: &[usize]) -> Option<(usize, isize)> {
-    let len: usize = axes.iter().map(|&a| dims[a]).product();
-    let mut inner: Option<(usize, isize)> = None; // (extent so far, stride of innermost)
+    // one pass, innermost first: the extent so far (the product of every axis seen: unit
+    // axes add nothing) and the stride of the innermost axis of extent other than 1
+    let mut ext = 1usize;
+    let mut inner: Option<isize> = None;
     for &a in axes.iter().rev() {
-        if dims[a] == 1 {
+        let d = dims[a];
+        if d == 1 {
             continue;
         }
+        let s = strides[a];
         match inner {
-            None => inner = Some((dims[a], strides[a])),
-            Some((ext, st)) => {
-                if strides[a] != st * ext as isize {
-                    return None;
-                }
-                inner = Some((ext * dims[a], st));
-            }
+            None => inner = Some(s),
+            Some(st) if s != st * ext as isize => return None,
+            Some(_) => {}
         }
+        ext *= d;
     }
-    Some((len, inner.map_or(1, |(_, s)| s)))
+    Some((ext, inner.unwrap_or(1)))
 }
 
 /// The most axes a strided loop handles (tensors are limited to this rank).

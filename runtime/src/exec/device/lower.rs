@@ -304,6 +304,6 @@ impl<'a> Lowerer<'a> {
         let op = cublas_form((cs, MatShape::row_major(m, n)), a, b, Accum::Replace);
         self.ops
             .push(Op::Gemm(op.expect("packed matrices are row-major")));
-        self.scatter(g.c.iter().map(|p| (p.row * n + p.col, p.block, n)));
+        self.scatter(g.c().iter().map(|p| (p.row * n + p.col, p.block, n)));
     }
 }

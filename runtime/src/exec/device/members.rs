@@ -77,7 +77,7 @@ impl Lowerer<'_> {
         let (ap, astep, ash) = self.member_operand(g, Side::A, (m, k));
         let (bp, bstep, bsh) = self.member_operand(g, Side::B, (k, n));
         let direct_c =
-            uniform(&g.c, &sp.c_mats, self.out_layouts, Conj::No).and_then(|(o, st, s)| {
+            uniform(g.c(), &sp.c_mats, self.out_layouts, Conj::No).and_then(|(o, st, s)| {
                 let c = Ptr {
                     buf: Buf::Out,
                     offset: o,
@@ -120,7 +120,12 @@ impl Lowerer<'_> {
             });
         }
         if scatter {
-            self.scatter(g.c.iter().enumerate().map(|(i, p)| (i * m * n, p.block, n)));
+            self.scatter(
+                g.c()
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| (i * m * n, p.block, n)),
+            );
         }
     }
 
@@ -161,7 +166,7 @@ impl Lowerer<'_> {
         let mut oc = 0;
         let mut gemms: Vec<GemmOp> = Vec::new();
         let mut scatter = Vec::new();
-        for (((xa, xb), pc), &pi) in g.a.iter().zip(&g.b).zip(&g.c).zip(&g.pairs) {
+        for (((xa, xb), pc), &pi) in g.a().iter().zip(g.b()).zip(g.c()).zip(&g.pairs) {
             let pr = sp.pairs[pi as usize];
             let (m, n, k) = (pr.m, pr.n, pr.k);
             let a = Self::grouped_operand(&opa, xa, (m, k), &mut pa);
