@@ -14,11 +14,18 @@ use crate::view::{mat_shape, Layout, MatShape};
 pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<Block> {
     let g = &sp.geometry;
     let nout = sp.out_keys.len();
+    // built in an array and copied once (collecting into the small vector checks its room per
+    // element); beyond MAX_RANK legs, collected
     let dims = |key: &[u32]| -> crate::view::Dims {
-        key.iter()
-            .zip(&g.out_legs)
-            .map(|(&s, l)| l.space.dim_of(s as usize))
-            .collect()
+        let dim = |(&s, l): (&u32, &crate::symmetry::Leg)| l.space.dim_of(s as usize);
+        if key.len() > crate::view::MAX_RANK {
+            return key.iter().zip(&g.out_legs).map(dim).collect();
+        }
+        let mut d = [0usize; crate::view::MAX_RANK];
+        for (x, kl) in d.iter_mut().zip(key.iter().zip(&g.out_legs)) {
+            *x = dim(kl);
+        }
+        crate::view::Dims::from_slice(&d[..key.len().min(g.out_legs.len())])
     };
     // per block laid out for its group: (offset, the group's row stride)
     let mut tiled: Vec<(usize, usize)> = vec![(usize::MAX, 0); nout];

@@ -437,23 +437,32 @@ fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option
     if grouped != nlive {
         return None;
     }
-    let mut groups = Vec::with_capacity(t.groups.len());
+    // a batch whose members no longer share a shape is batched anew: those batches first,
+    // so that the list is allocated once at its final length
     let mut loose = Vec::new();
-    let mut placer = Placer::new(sp, ks);
+    let mut keep = Vec::with_capacity(t.groups.len());
     for g in &t.groups {
         if !g.pairs.iter().all(|&p| live(p)) {
             return None;
         }
-        if !g.is_members() {
-            groups.push(concat_group(sp, ks, &g.pairs, g.kind, &mut placer));
-        } else if g.kind != GroupKind::Batched || one_shape(sp, &g.pairs) {
-            groups.push(member_group(sp, &g.pairs, g.kind));
-        } else {
-            // a batch whose members no longer share a shape is batched anew
+        let diverged = g.kind == GroupKind::Batched && !one_shape(sp, &g.pairs);
+        if diverged {
             loose.extend_from_slice(&g.pairs);
         }
+        keep.push(!diverged);
     }
-    groups.extend(batch_singles(sp, loose, opts));
+    let rebatched = batch_singles(sp, loose, opts);
+    let kept = keep.iter().filter(|&&k| k).count();
+    let mut groups = Vec::with_capacity(kept + rebatched.len());
+    let mut placer = Placer::new(sp, ks);
+    for (g, _) in t.groups.iter().zip(&keep).filter(|(_, &k)| k) {
+        if g.is_members() {
+            groups.push(member_group(sp, &g.pairs, g.kind));
+        } else {
+            groups.push(concat_group(sp, ks, &g.pairs, g.kind, &mut placer));
+        }
+    }
+    groups.extend(rebatched);
     Some(groups)
 }
 

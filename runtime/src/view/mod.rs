@@ -50,12 +50,19 @@ impl Clone for Layout {
 impl Layout {
     /// A row-major contiguous layout at `offset`.
     pub fn row_major(dims: &[usize], offset: usize) -> Self {
-        let mut strides = Strides::from_elem(0, dims.len());
-        let mut acc = 1isize;
-        for k in (0..dims.len()).rev() {
-            strides[k] = acc;
-            acc *= dims[k].max(1) as isize;
-        }
+        // built in an array and copied once (thousands per plan); beyond MAX_RANK axes, in
+        // the vector itself
+        let strides = if dims.len() <= MAX_RANK {
+            let mut st = [0isize; MAX_RANK];
+            let mut acc = 1isize;
+            for (s, &d) in st.iter_mut().zip(dims).rev() {
+                *s = acc;
+                acc *= d.max(1) as isize;
+            }
+            Strides::from_slice(&st[..dims.len()])
+        } else {
+            row_major_strides(dims).into_iter().collect()
+        };
         Layout {
             dims: Dims::from_slice(dims),
             strides,
