@@ -58,11 +58,16 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     let mut out_index: FxMap<InlineKey, u32> = FxMap::default();
     out_index.reserve(a.num_blocks().max(b.num_blocks()));
     let mut out_keys: Vec<InlineKey> = Vec::new();
-    let mut pairs = Vec::new();
     let rank_out = g.c_rows.len() + g.c_cols.len();
-    for (i, ablk) in a.blocks().iter().enumerate() {
-        let key = InlineKey::pick(&ablk.key, &g.a_contr);
-        let Some(bs) = by_contr.get(&key) else {
+    // each A block's partners, looked up once; the pair list allocated once at its length
+    let partners: Vec<Option<&Vec<u32>>> = a
+        .blocks()
+        .iter()
+        .map(|ablk| by_contr.get(&InlineKey::pick(&ablk.key, &g.a_contr)))
+        .collect();
+    let mut pairs = Vec::with_capacity(partners.iter().flatten().map(|bs| bs.len()).sum());
+    for (i, (ablk, &bs)) in a.blocks().iter().zip(&partners).enumerate() {
+        let Some(bs) = bs else {
             continue;
         };
         let m: usize = g.a_free.iter().map(|&l| ablk.layout.dims[l]).product();
