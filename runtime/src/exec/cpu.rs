@@ -434,17 +434,24 @@ impl<T: Scalar> Ctx<'_, T> {
         let members = gr.a().iter().zip(gr.b()).zip(gr.c());
         for (((pa, pb), pc), &pi) in members.zip(&gr.pairs) {
             let first = pc.first;
-            // each member's own shape (grouped members differ; the scratch fits the largest)
-            let pr = &sp.pairs[pi as usize];
-            let (m, n, k) = (pr.m, pr.n, pr.k);
+            // each member's own shape: the group's for single and batched members (one shape),
+            // the pair's for grouped ones (they differ; the scratch fits the largest)
+            let (m, n, k) = if gr.kind == GroupKind::Grouped {
+                let pr = &sp.pairs[pi as usize];
+                (pr.m, pr.n, pr.k)
+            } else {
+                (m, n, k)
+            };
             // SAFETY: block offsets and views come from the operands' own layouts; the
             // scratch regions fit the largest member.
             unsafe {
                 let am = self.member_operand(Side::A, pa, sa.as_mut_ptr(), (m, k));
                 let bm = self.member_operand(Side::B, pb, sb.as_mut_ptr(), (k, n));
-                let cl = sp.out_layout(pc.block as usize);
                 let (cm, accum) = match sp.c_mats[pc.block as usize] {
-                    Some(s) => (RawMatMut::new(out.add(cl.offset), s), self.accum_of(first)),
+                    Some(s) => {
+                        let at = sp.c_offsets[pc.block as usize];
+                        (RawMatMut::new(out.add(at), s), self.accum_of(first))
+                    }
                     None => {
                         let s = MatShape::row_major(m, n);
                         (RawMatMut::new(sc.as_mut_ptr(), s), Accum::Replace)

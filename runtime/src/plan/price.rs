@@ -37,12 +37,12 @@ pub(super) fn single_cost(sp: &StepPlan, p: u32, model: &CostModel) -> f64 {
 }
 
 /// Decides each operand's access from the final layouts; prices the group; writes its reason.
-pub(super) fn finalize(sp: &StepPlan, gr: &mut Group, model: &CostModel, c_off: &[usize]) {
+pub(super) fn finalize(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
     gr.uncoalesced_s = gr.pairs.iter().map(|&p| single_cost(sp, p, model)).sum();
     match gr.kind {
         GroupKind::Grouped => price_grouped(sp, gr, model),
         GroupKind::Single | GroupKind::Batched => price_members(sp, gr, model),
-        _ => price_concat(sp, gr, model, c_off),
+        _ => price_concat(sp, gr, model),
     }
 }
 
@@ -98,12 +98,12 @@ fn price_members(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
 }
 
 /// Concatenating groups (free-axis, contraction-axis, rectangle): one GEMM.
-fn price_concat(sp: &StepPlan, gr: &mut Group, model: &CostModel, c_off: &[usize]) {
+fn price_concat(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
     let a = sp.operand(Side::A);
     let b = sp.operand(Side::B);
     gr.a_access = matrix_access(gr.a(), &a.mats, &a.offsets);
     gr.b_access = matrix_access(gr.b(), &b.mats, &b.offsets);
-    gr.c_access = matrix_access(gr.c(), &sp.c_mats, c_off);
+    gr.c_access = matrix_access(gr.c(), &sp.c_mats, &sp.c_offsets);
     let mut packed = 0;
     if gr.a_access.is_packed() {
         packed += gr.m * gr.k;

@@ -37,6 +37,9 @@ pub struct StepPlan {
     pub operands: [OperandPlan; 2],
     /// Matrix view of each output block.
     pub c_mats: Vec<Option<MatShape>>,
+    /// Offset of each output block in the output buffer (its layout's, kept in one compact
+    /// list for the executor's member loop, which reads one per member).
+    pub c_offsets: Vec<usize>,
     /// The groups (plan nodes).
     pub groups: Vec<Group>,
     /// Hazard-free sets: groups in different sets write disjoint output blocks.
@@ -248,6 +251,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
         out_len: 0,
         operands,
         c_mats: Vec::new(),
+        c_offsets: Vec::new(),
         groups: Vec::new(),
         components: Components::default(),
         scratch_elems: 0,
@@ -290,9 +294,9 @@ fn finish<T: Scalar>(
     [a, b]: [&DynTensor<T>; 2],
     template: Option<&StepPlan>,
 ) {
-    let c_off: Vec<usize> = out_blocks.iter().map(|b| b.layout.offset).collect();
+    sp.c_offsets = out_blocks.iter().map(|b| b.layout.offset).collect();
     for gr in &mut groups {
-        finalize(sp, gr, model, &c_off);
+        finalize(sp, gr, model);
     }
     sp.zero_blocks = first_writes(&mut groups, sp.out_keys.len());
     sp.components = components(&groups, sp.out_keys.len());
