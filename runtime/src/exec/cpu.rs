@@ -3,7 +3,7 @@
 
 use crate::block::DynTensor;
 use crate::kernel::{gemm_par, tiny_gemm, tiny_wins, Accum, Par, RawMat, RawMatMut};
-use crate::plan::{Access, Group, GroupKind, KernelCounts, Place, StepPlan};
+use crate::plan::{Access, Group, GroupKind, KernelCounts, Reach, StepPlan};
 use crate::scalar::Scalar;
 use crate::step::Side;
 use crate::view::{for_each_pair, CopyMode, Layout, MatShape, MAX_RANK};
@@ -362,31 +362,35 @@ impl<T: Scalar> Ctx<'_, T> {
     unsafe fn member_operand(
         &self,
         side: Side,
-        p: &Place,
+        reach: Reach,
         buf: *mut T,
         (rows, cols): (usize, usize),
     ) -> RawMat<T> {
         let t = self.ops[side.index()];
-        let op = self.sp.operand(side);
-        let i = p.block as usize;
         let conj = self.sp.geometry.conj_of(side);
-        if let Some(s) = op.mats[i] {
+        let (ptr, shape) = match reach {
             // SAFETY: the block's offset lies in the tensor's buffer.
-            return RawMat::new(unsafe { t.data().as_ptr().add(op.offsets[i]) }, s).with_conj(conj);
-        }
-        let shape = MatShape::row_major(rows, cols);
-        if let Some(o) = op.cache.get(i).copied().flatten() {
+            Reach::Direct { at, rs, cs } => (unsafe { t.data().as_ptr().add(at) }, {
+                MatShape {
+                    m: rows,
+                    rs,
+                    n: cols,
+                    cs,
+                }
+            }),
             // SAFETY: the cache holds this block's transposed copy at `o`.
-            let ptr = unsafe { self.cache[side.index()].as_ptr().add(o) };
-            return RawMat::new(ptr, shape).with_conj(conj);
-        }
-        // SAFETY: `buf` holds at least rows * cols elements (scratch sized by the group).
-        unsafe {
-            self.sp
-                .packs
-                .gather(op.block_pack[i], t.data().as_ptr(), buf)
+            Reach::Cached(o) => (
+                unsafe { self.cache[side.index()].as_ptr().add(o) },
+                MatShape::row_major(rows, cols),
+            ),
+            Reach::Packed(op) => {
+                // SAFETY: `buf` holds at least rows * cols elements (scratch sized by the
+                // group).
+                unsafe { self.sp.packs.gather(op, t.data().as_ptr(), buf) };
+                (buf as *const T, MatShape::row_major(rows, cols))
+            }
         };
-        RawMat::new(buf as *const T, shape).with_conj(conj)
+        RawMat::new(ptr, shape).with_conj(conj)
     }
 
     /// How a write to an output block goes: overwrite when it is the block's first write and
@@ -431,9 +435,8 @@ impl<T: Scalar> Ctx<'_, T> {
         let (sa, rest) = scratch.split_at_mut(la);
         let (sb, sc) = rest.split_at_mut(lb);
         let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
-        let members = gr.a().iter().zip(gr.b()).zip(gr.c());
-        for (((pa, pb), pc), &pi) in members.zip(&gr.pairs) {
-            let first = pc.first;
+        let members = &sp.members[gr.members as usize..][..gr.pairs.len()];
+        for (mb, &pi) in members.iter().zip(&gr.pairs) {
             // each member's own shape: the group's for single and batched members (one shape),
             // the pair's for grouped ones (they differ; the scratch fits the largest)
             let (m, n, k) = if gr.kind == GroupKind::Grouped {
@@ -445,14 +448,14 @@ impl<T: Scalar> Ctx<'_, T> {
             // SAFETY: block offsets and views come from the operands' own layouts; the
             // scratch regions fit the largest member.
             unsafe {
-                let am = self.member_operand(Side::A, pa, sa.as_mut_ptr(), (m, k));
-                let bm = self.member_operand(Side::B, pb, sb.as_mut_ptr(), (k, n));
-                let (cm, accum) = match sp.c_mats[pc.block as usize] {
-                    Some(s) => {
-                        let at = sp.c_offsets[pc.block as usize];
-                        (RawMatMut::new(out.add(at), s), self.accum_of(first))
+                let am = self.member_operand(Side::A, mb.a, sa.as_mut_ptr(), (m, k));
+                let bm = self.member_operand(Side::B, mb.b, sb.as_mut_ptr(), (k, n));
+                let (cm, accum) = match mb.c {
+                    Reach::Direct { at, rs, cs } => {
+                        let s = MatShape { m, rs, n, cs };
+                        (RawMatMut::new(out.add(at), s), self.accum_of(mb.first))
                     }
-                    None => {
+                    _ => {
                         let s = MatShape::row_major(m, n);
                         (RawMatMut::new(sc.as_mut_ptr(), s), Accum::Replace)
                     }
@@ -462,10 +465,9 @@ impl<T: Scalar> Ctx<'_, T> {
                 } else {
                     self.gemm(cm, accum, am, bm);
                 }
-                if sp.c_mats[pc.block as usize].is_none() {
-                    let mode = copy_mode(self.accum_of(first));
-                    sp.packs
-                        .scatter(sp.c_pack[pc.block as usize], sc.as_ptr(), out, mode);
+                if let Reach::Packed(op) = mb.c {
+                    let mode = copy_mode(self.accum_of(mb.first));
+                    sp.packs.scatter(op, sc.as_ptr(), out, mode);
                 }
             }
         }

@@ -57,6 +57,29 @@ unsafe fn thin<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawMat<T>
             bv[p * n + j] = alpha * unsafe { *b.offset(p as isize * bsh.rs + j as isize * bsh.cs) };
         }
     }
+    // A's columns contiguous and C row-major (the MPO steps' usual shapes): specialised on n,
+    // so that the pass down the rows vectorises
+    if ash.rs == 1 && cs.cs == 1 && cs.rs == n as isize {
+        let cols = ThinCols {
+            c,
+            m,
+            k,
+            a,
+            a_cs: ash.cs,
+            add,
+        };
+        // SAFETY: C is m x n row-major, A's columns are m contiguous elements (caller's
+        // guarantee on the views).
+        unsafe {
+            match n {
+                1 => return cols.run::<1>(&bv),
+                2 => return cols.run::<2>(&bv),
+                3 => return cols.run::<3>(&bv),
+                4 => return cols.run::<4>(&bv),
+                _ => {}
+            }
+        }
+    }
     for i in 0..m as isize {
         for j in 0..n {
             let mut acc = T::zero();
@@ -67,6 +90,55 @@ unsafe fn thin<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawMat<T>
             // SAFETY: (i, j) is inside C's view.
             let cij = unsafe { &mut *c.offset(i * cs.rs + j as isize * cs.cs) };
             *cij = if add { *cij + acc } else { acc };
+        }
+    }
+}
+
+/// [`thin`] with contiguous columns of A and a row-major C.
+struct ThinCols<T> {
+    c: *mut T,
+    m: usize,
+    k: usize,
+    a: *const T,
+    a_cs: isize,
+    add: bool,
+}
+
+impl<T: Scalar> ThinCols<T> {
+    /// `C (m x N) = or += A (m x k) * B`, B (already scaled by alpha) in `bv`, row-major: one
+    /// pass over C per column of A (C is small: it stays in cache between passes).
+    ///
+    /// # Safety
+    /// `c` addresses `m * N` elements, each column of A `m` elements, `a_cs` apart.
+    unsafe fn run<const N: usize>(&self, bv: &[T; 16]) {
+        // SAFETY: the caller's guarantee.
+        let c = unsafe { std::slice::from_raw_parts_mut(self.c, self.m * N) };
+        if self.k == 0 {
+            if !self.add {
+                c.fill(T::zero());
+            }
+            return;
+        }
+        for p in 0..self.k {
+            // SAFETY: column p of A: `m` contiguous elements.
+            let col = unsafe {
+                std::slice::from_raw_parts(self.a.offset(p as isize * self.a_cs), self.m)
+            };
+            let mut b = [T::zero(); N];
+            b.copy_from_slice(&bv[p * N..p * N + N]);
+            if p == 0 && !self.add {
+                for (row, &x) in c.chunks_exact_mut(N).zip(col) {
+                    for j in 0..N {
+                        row[j] = x * b[j];
+                    }
+                }
+            } else {
+                for (row, &x) in c.chunks_exact_mut(N).zip(col) {
+                    for j in 0..N {
+                        row[j] += x * b[j];
+                    }
+                }
+            }
         }
     }
 }
@@ -144,8 +216,9 @@ mod tests {
     use super::*;
     use crate::view::MatShape;
 
-    /// Every path (thin B, row-major rows of B, general strides) against a plain triple loop,
-    /// overwriting a C full of garbage (NaN) and adding into one, including k = 0.
+    /// Every path (thin B, with A row-major or column-major, row-major rows of B, general
+    /// strides) against a plain triple loop, overwriting a C full of garbage (NaN) and adding
+    /// into one, including k = 0.
     #[test]
     fn tiny_paths_match_a_triple_loop() {
         let shapes = [
@@ -155,14 +228,43 @@ mod tests {
             (4, 17, 0),
             (1, 1, 1),
             (6, 2, 8),
+            (37, 1, 3),
+            (29, 2, 1),
+            (29, 2, 2),
+            (11, 3, 4),
+            (13, 4, 4),
+            (9, 4, 0),
+            (7, 1, 16),
         ];
         for &(m, n, k) in &shapes {
             let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
             let b: Vec<f64> = (0..k * n).map(|i| (i as f64 * 0.11).cos()).collect();
             let c0: Vec<f64> = (0..m * n).map(|i| i as f64 * 0.5).collect();
             let alpha = 1.5;
+            // A column-major as well (thin's specialised columns)
+            let mut a_cols = vec![0.0; m * k];
+            for i in 0..m {
+                for p in 0..k {
+                    a_cols[p * m + i] = a[i * k + p];
+                }
+            }
+            let a_views = [
+                (a.as_ptr(), MatShape::row_major(m, k)),
+                (
+                    a_cols.as_ptr(),
+                    MatShape {
+                        m,
+                        rs: 1,
+                        n: k,
+                        cs: m as isize,
+                    },
+                ),
+            ];
             // B row-major (rows_of_b / thin) and B column-major (general)
-            for b_col_major in [false, true] {
+            for (b_col_major, a_view) in [false, true]
+                .into_iter()
+                .flat_map(|x| a_views.iter().map(move |v| (x, *v)))
+            {
                 let (bdata, bsh) = if b_col_major {
                     let mut t = vec![0.0; k * n];
                     for p in 0..k {
@@ -193,7 +295,7 @@ mod tests {
                         tiny_gemm(
                             RawMatMut::new(c.as_mut_ptr(), MatShape::row_major(m, n)),
                             if add { Accum::Add } else { Accum::Replace },
-                            RawMat::new(a.as_ptr(), MatShape::row_major(m, k)),
+                            RawMat::new(a_view.0, a_view.1),
                             RawMat::new(bdata.as_ptr(), bsh),
                             alpha,
                         )
@@ -205,7 +307,8 @@ mod tests {
                             let got = c[i * n + j];
                             assert!(
                                 (got - want).abs() < 1e-12,
-                                "{m}x{n}x{k} add {add} b col-major {b_col_major}: ({i},{j}) {got} vs {want}"
+                                "{m}x{n}x{k} add {add} b col-major {b_col_major} a {:?}: ({i},{j}) {got} vs {want}",
+                                a_view.1
                             );
                         }
                     }

@@ -302,6 +302,7 @@ pub(super) fn concat_group(
         predicted_s: 0.0,
         uncoalesced_s: 0.0,
         packs: [u32::MAX; 3],
+        members: u32::MAX,
     };
     g.set_places([&a, &b, &c]);
     pl.places = [a, b, c];

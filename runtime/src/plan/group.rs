@@ -90,6 +90,41 @@ pub struct Place {
     pub col: usize,
 }
 
+/// How one member GEMM reaches one of its blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// In place: the block's offset in its buffer and its matrix view's row and column strides.
+    Direct {
+        /// Offset in the buffer.
+        at: usize,
+        /// Row stride.
+        rs: isize,
+        /// Column stride.
+        cs: isize,
+    },
+    /// Its row-major copy at this offset of the step's transpose cache (operands only).
+    Cached(usize),
+    /// Copied at each call by this entry of the step's [`Packs`](crate::view::Packs): into
+    /// scratch for an operand, out of it for the output.
+    Packed(u32),
+}
+
+/// One member GEMM of a single, batched or grouped group, as the executor runs it: how it
+/// reaches A's block, B's and the output's, in one record. A step's records lie in execution
+/// order, so running a group reads one list front to back instead of each block's view,
+/// scattered over the plan (which, among the step's data, misses the cache).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Member {
+    /// A's block.
+    pub a: Reach,
+    /// B's block.
+    pub b: Reach,
+    /// The output block.
+    pub c: Reach,
+    /// Whether this is the first write to its output block (see [`Place::first`]).
+    pub first: bool,
+}
+
 /// One node of a step's plan.
 #[derive(Debug, Clone)]
 pub struct Group {
@@ -129,6 +164,10 @@ pub struct Group {
     /// of the packed output start in the step's [`Packs`](crate::view::Packs), one per place
     /// in order; `u32::MAX` for an operand reached in place (and for member kinds).
     pub packs: [u32; 3],
+    /// Member kinds: where the group's member records (one per pair, in order) start in the
+    /// step's [`StepPlan::members`](super::StepPlan::members); `u32::MAX` for concatenating
+    /// kinds.
+    pub members: u32,
 }
 
 impl Group {

@@ -129,5 +129,6 @@ pub(super) fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group 
         predicted_s: 0.0,
         uncoalesced_s: 0.0,
         packs: [u32::MAX; 3],
+        members: u32::MAX,
     }
 }

@@ -16,7 +16,7 @@ pub mod step;
 
 pub use cache::{fingerprint, CacheStats, PlanCache};
 pub use cost::CostModel;
-pub use group::{Access, Group, GroupKind, KernelCounts, Place};
+pub use group::{Access, Group, GroupKind, KernelCounts, Member, Place, Reach};
 pub use layout::Components;
 pub use options::{PlanOptions, Policy, TIE};
 pub use step::{plan_step, plan_step_with, OperandPlan, StepPlan};
@@ -129,6 +129,7 @@ impl Plan {
             b += p.components.approx_bytes();
             b += p.zero_blocks.len() * 4;
             b += p.packs.approx_bytes() + p.c_pack.len() * 4;
+            b += p.members.len() * size_of::<group::Member>() + p.c_offsets.len() * 8;
             // shared with the plans made from this one: counted in each
             b += p.keys.approx_bytes();
             b += p

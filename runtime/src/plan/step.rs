@@ -3,8 +3,7 @@
 //! grouped calls), `layout` (output layout, operand access) and `price` (cost and reason).
 
 use super::family::{choose_family, concat_group, family_kind, Placer};
-use super::group::Group;
-use super::group::GroupKind;
+use super::group::{Group, GroupKind, Member, Reach};
 use super::layout::{
     assign_output_layout, assign_packs, components, first_writes, scratch_of, Components,
 };
@@ -58,6 +57,9 @@ pub struct StepPlan {
     /// Per output block: its copy from a member's packed result (`u32::MAX`: written in
     /// place).
     pub c_pack: Vec<u32>,
+    /// The member GEMMs of the single, batched and grouped groups, in execution order (each
+    /// group's from its [`Group::members`]).
+    pub members: Vec<Member>,
     /// Per pair, the ids of its row, contracted and column keys (they depend on block keys
     /// only, so a plan made from this one as a template shares them).
     pub(crate) keys: Arc<Keys>,
@@ -259,6 +261,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
         zero_blocks: Vec::new(),
         packs: Packs::default(),
         c_pack: Vec::new(),
+        members: Vec::new(),
         keys: ks.clone(),
     };
     let model = opts.model;
@@ -306,11 +309,55 @@ fn finish<T: Scalar>(
     }
     let blocks = [a.blocks(), b.blocks(), &out_blocks];
     assign_packs(sp, &mut groups, blocks, template.map(|t| &t.packs));
+    member_records(sp, &mut groups);
     sp.groups = groups;
     sp.out_index = Arc::new(match template {
         Some(t) => t.out_index.sharing_keys(out_blocks),
         None => BlockIndex::new(out_blocks),
     });
+}
+
+/// The member groups' records (see [`Member`]), once accesses, first writes, the transpose
+/// cache and the copies are fixed.
+fn member_records(sp: &mut StepPlan, groups: &mut [Group]) {
+    let reach = |op: &OperandPlan, i: usize| match op.mats[i] {
+        Some(s) => Reach::Direct {
+            at: op.offsets[i],
+            rs: s.rs,
+            cs: s.cs,
+        },
+        None => match op.cache[i] {
+            Some(o) => Reach::Cached(o),
+            None => Reach::Packed(op.block_pack[i]),
+        },
+    };
+    let n = groups
+        .iter()
+        .filter(|g| g.is_members())
+        .map(|g| g.pairs.len())
+        .sum();
+    let mut members = Vec::with_capacity(n);
+    for gr in groups.iter_mut().filter(|g| g.is_members()) {
+        gr.members = members.len() as u32;
+        let [a, b] = &sp.operands;
+        for ((pa, pb), pc) in gr.a().iter().zip(gr.b()).zip(gr.c()) {
+            let c = pc.block as usize;
+            members.push(Member {
+                a: reach(a, pa.block as usize),
+                b: reach(b, pb.block as usize),
+                c: match sp.c_mats[c] {
+                    Some(s) => Reach::Direct {
+                        at: sp.c_offsets[c],
+                        rs: s.rs,
+                        cs: s.cs,
+                    },
+                    None => Reach::Packed(sp.c_pack[c]),
+                },
+                first: pc.first,
+            });
+        }
+    }
+    sp.members = members;
 }
 
 /// Points the pairs at the target's blocks (writing in place into `t`); false when `t` lacks
