@@ -28,34 +28,7 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<B
         crate::view::Dims::from_slice(&d[..key.len().min(g.out_legs.len())])
     };
     // per block laid out for its group: (offset, the group's row stride)
-    let mut tiled: Vec<(usize, usize)> = vec![(usize::MAX, 0); nout];
-    let mut offset = 0usize;
-    // output blocks written by exactly one group can be laid out for that group
-    let mut writers = vec![0u32; nout];
-    for gr in groups {
-        for p in gr.c() {
-            writers[p.block as usize] += 1;
-        }
-    }
-    let mut order: Vec<&Group> = groups
-        .iter()
-        .filter(|x| matches!(x.kind, GroupKind::Rectangle | GroupKind::FreeAxis))
-        .filter(|x| x.c().iter().all(|p| writers[p.block as usize] == 1))
-        .collect();
-    order.sort_by_key(|x| std::cmp::Reverse(x.m * x.n));
-    for gr in order {
-        if gr
-            .c()
-            .iter()
-            .any(|p| tiled[p.block as usize].0 != usize::MAX)
-        {
-            continue;
-        }
-        for p in gr.c() {
-            tiled[p.block as usize] = (offset + p.row * gr.n + p.col, gr.n);
-        }
-        offset += gr.m * gr.n;
-    }
+    let (tiled, mut offset) = tiles(groups, nout);
     let blocks: Vec<Block> = tiled
         .iter()
         .zip(sp.out_keys.iter())
@@ -96,6 +69,41 @@ pub(super) fn assign_output_layout(sp: &mut StepPlan, groups: &[Group]) -> Vec<B
         .map(|b| mat_shape(&b.layout, &g.c_rows, &g.c_cols))
         .collect();
     blocks
+}
+
+/// The output blocks each rectangle or free-axis group writes alone, tiled into that group's
+/// row-major `m x n` matrix, largest groups first: per block (offset, the group's row stride),
+/// `(usize::MAX, 0)` for a block left row-major; and the length the tiles take.
+fn tiles(groups: &[Group], nout: usize) -> (Vec<(usize, usize)>, usize) {
+    let mut tiled: Vec<(usize, usize)> = vec![(usize::MAX, 0); nout];
+    let mut offset = 0usize;
+    // output blocks written by exactly one group can be laid out for that group
+    let mut writers = vec![0u32; nout];
+    for gr in groups {
+        for p in gr.c() {
+            writers[p.block as usize] += 1;
+        }
+    }
+    let mut order: Vec<&Group> = groups
+        .iter()
+        .filter(|x| matches!(x.kind, GroupKind::Rectangle | GroupKind::FreeAxis))
+        .filter(|x| x.c().iter().all(|p| writers[p.block as usize] == 1))
+        .collect();
+    order.sort_by_key(|x| std::cmp::Reverse(x.m * x.n));
+    for gr in order {
+        if gr
+            .c()
+            .iter()
+            .any(|p| tiled[p.block as usize].0 != usize::MAX)
+        {
+            continue;
+        }
+        for p in gr.c() {
+            tiled[p.block as usize] = (offset + p.row * gr.n + p.col, gr.n);
+        }
+        offset += gr.m * gr.n;
+    }
+    (tiled, offset)
 }
 
 /// Works out every copy the step makes between a block and a packed matrix (see

@@ -52,6 +52,26 @@ pub struct PairList {
     pub pairs: Vec<PairGemm>,
 }
 
+/// The pairs pointed at their outputs' new numbers (`rank`) and sorted by (output, A, B): by
+/// output, stably (each output's pairs were made in (A, B) order: A blocks in order, and each
+/// contracted key's B blocks in order), in one bucket pass.
+fn by_output(mut pairs: Vec<PairGemm>, rank: &[u32]) -> Vec<PairGemm> {
+    let mut starts = vec![0usize; rank.len() + 1];
+    for p in &mut pairs {
+        p.c = rank[p.c as usize];
+        starts[p.c as usize + 1] += 1;
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut sorted = pairs.clone();
+    for p in pairs {
+        sorted[starts[p.c as usize]] = p;
+        starts[p.c as usize] += 1;
+    }
+    sorted
+}
+
 /// Enumerates every matching block pair.
 pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) -> PairList {
     let by_contr = by_contracted(b, &g.b_contr);
@@ -109,22 +129,7 @@ pub fn enumerate<T: Scalar>(a: &DynTensor<T>, b: &DynTensor<T>, g: &Geometry) ->
     for (new, &old) in order.iter().enumerate() {
         rank[old as usize] = new as u32;
     }
-    // sorted by (output, A, B): by output, stably (each output's pairs were made in (A, B)
-    // order: A blocks in order, and each contracted key's B blocks in order)
-    let mut starts = vec![0usize; order.len() + 1];
-    for p in &mut pairs {
-        p.c = rank[p.c as usize];
-        starts[p.c as usize + 1] += 1;
-    }
-    for i in 1..starts.len() {
-        starts[i] += starts[i - 1];
-    }
-    let mut sorted = pairs.clone();
-    for p in pairs {
-        sorted[starts[p.c as usize]] = p;
-        starts[p.c as usize] += 1;
-    }
-    let pairs = sorted;
+    let pairs = by_output(pairs, &rank);
     debug_assert!(pairs
         .windows(2)
         .all(|w| (w[0].c, w[0].a, w[0].b) < (w[1].c, w[1].a, w[1].b)));
