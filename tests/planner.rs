@@ -482,6 +482,64 @@ fn blocks_transposed_for_several_gemms_are_transposed_once() {
     }
 }
 
+/// Members whose block's free side does not fuse into one stride (the MPO steps' shape:
+/// X[a,w,z] read as w x (a,z), or as (a,z) x w) read it in place as strided sub-GEMMs, on
+/// either side of the product, f64 and complex with X conjugated, 1 and 2 threads; every
+/// output block gets several members (the second ones add), and all agree with the dense
+/// reference.
+#[test]
+fn members_read_non_fusing_blocks_in_place_as_strided_sub_gemms() {
+    check_split::<f64>(false);
+    check_split::<Complex64>(true);
+}
+
+fn check_split<T: Scalar>(conj: bool) {
+    use blockcontract::plan::Reach;
+    use blockcontract::{Conj, Flow};
+    let u1 = Symmetry::u1();
+    let big = Space::block(&u1, &[(vec![-1], 130), (vec![0], 140), (vec![1], 129)]).unwrap();
+    let small = Space::block(&u1, &[(vec![-1], 1), (vec![0], 3), (vec![1], 1)]).unwrap();
+    let (big, small) = (Arc::new(big), Arc::new(small));
+    // conjugating X flips its flows: its w leg is stored with W's flow then
+    let xw = if conj { Flow::Out } else { Flow::In };
+    let x = full::<T>(
+        vec![
+            Leg::new(&big, Flow::Out),
+            Leg::new(&small, xw),
+            Leg::new(&big, Flow::In),
+        ],
+        7,
+    );
+    let w = full::<T>(vec![Leg::out(&small), Leg::out(&small)], 8);
+    for (text, ops, x_at, x_side) in [
+        ("Y[v,a,z] = W[v,w] * X[a,w,z]", [&w, &x], 1, 1),
+        ("Y[a,z,v] = X[a,w,z] * W[w,v]", [&x, &w], 0, 0),
+    ] {
+        let mut spec = ContractionSpec::parse(text).unwrap();
+        spec.operands[x_at].conj = Conj::from_bool(conj);
+        let plan = build_plan(&spec, &ops, &PlanOptions::default()).unwrap();
+        let sp = &plan.steps[0].plan;
+        let split: u32 = sp.groups.iter().map(|g| g.split_members).sum();
+        assert!(split > 0, "{text}: no member reads X in place");
+        assert_eq!(sp.splits.len(), split as usize);
+        assert!(sp.members.iter().all(|m| {
+            let r = [m.a, m.b];
+            !matches!(r[1 - x_side], Reach::Split(_))
+        }));
+        let alpha = T::from_f64(0.5);
+        let (want, _) = contract_dyn(&spec, &ops, alpha, Executor::Dense).unwrap();
+        let wd = want.to_dense().unwrap();
+        for threads in [1, 2] {
+            let (got, _, _) = execute(&plan, &ops, alpha, threads, None).unwrap();
+            let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
+            assert!(
+                d <= 1e-12,
+                "{text}, {threads} threads: relative difference {d}"
+            );
+        }
+    }
+}
+
 #[test]
 fn grouped_calls_never_write_one_block_twice() {
     // A[a,k] * B[k,c]: every pair its own shape; one output block may receive several pairs

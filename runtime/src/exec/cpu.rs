@@ -389,6 +389,12 @@ impl<T: Scalar> Ctx<'_, T> {
                 unsafe { self.sp.packs.gather(op, t.data().as_ptr(), buf) };
                 (buf as *const T, MatShape::row_major(rows, cols))
             }
+            Reach::Split(i) => {
+                // its first sub-matrix; [`Ctx::run_split`] steps to the others
+                let s = &self.sp.splits[i as usize];
+                // SAFETY: the block's offset lies in the tensor's buffer.
+                (unsafe { t.data().as_ptr().add(s.at) }, s.split.mat)
+            }
         };
         RawMat::new(ptr, shape).with_conj(conj)
     }
@@ -460,14 +466,56 @@ impl<T: Scalar> Ctx<'_, T> {
                         (RawMatMut::new(sc.as_mut_ptr(), s), Accum::Replace)
                     }
                 };
-                if tiny {
-                    tiny_gemm(cm, accum, am, bm, self.alpha);
-                } else {
-                    self.gemm(cm, accum, am, bm);
+                match (mb.a, mb.b) {
+                    (Reach::Split(i), _) => self.run_split(cm, accum, am, bm, Side::A, i),
+                    (_, Reach::Split(i)) => self.run_split(cm, accum, am, bm, Side::B, i),
+                    _ if tiny => tiny_gemm(cm, accum, am, bm, self.alpha),
+                    _ => self.gemm(cm, accum, am, bm),
                 }
                 if let Reach::Packed(op) = mb.c {
                     let mode = copy_mode(self.accum_of(mb.first));
                     sp.packs.scatter(op, sc.as_ptr(), out, mode);
+                }
+            }
+        }
+    }
+
+    /// One member whose operand on `side` is read in place as strided sub-matrices (`a` or
+    /// `b` the first of them, split `i` of the step): one GEMM per sub-matrix, into the
+    /// matching rows (A split) or columns (B split) of `c`.
+    ///
+    /// # Safety
+    /// As [`gemm`]; the split's sub-matrices lie inside the operand's buffer.
+    unsafe fn run_split(
+        &self,
+        c: RawMatMut<T>,
+        accum: Accum,
+        a: RawMat<T>,
+        b: RawMat<T>,
+        side: Side,
+        i: u32,
+    ) {
+        let s = self.sp.splits[i as usize].split;
+        let (cs, k) = (c.shape, a.shape.n);
+        let (sub, step) = match side {
+            Side::A => (MatShape { m: s.mat.m, ..cs }, s.mat.m as isize * cs.rs),
+            Side::B => (MatShape { n: s.mat.n, ..cs }, s.mat.n as isize * cs.cs),
+        };
+        let tiny = tiny_wins(sub.m, sub.n, k);
+        for o in 0..s.count as isize {
+            // SAFETY: sub-matrix `o` of the split operand and its rows or columns of `c` lie
+            // inside their buffers (the plan's split covers the block; `c` is the member's).
+            unsafe {
+                let (mut a, mut b) = (a, b);
+                match side {
+                    Side::A => a.ptr = a.ptr.offset(o * s.stride),
+                    Side::B => b.ptr = b.ptr.offset(o * s.stride),
+                }
+                let c = RawMatMut::new(c.ptr.offset(o * step), sub);
+                if tiny {
+                    tiny_gemm(c, accum, a, b, self.alpha);
+                } else {
+                    self.gemm(c, accum, a, b);
                 }
             }
         }

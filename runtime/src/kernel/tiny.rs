@@ -35,7 +35,7 @@ pub unsafe fn tiny_gemm<T: Scalar>(
         unsafe { thin(c, add, a, b, alpha) }
     } else if plain && c.shape.cs == 1 && b.shape.cs == 1 {
         // SAFETY: as above.
-        unsafe { rows_of_b(c, add, a, b, alpha) }
+        unsafe { simd::rows_of_b(c, add, a, b, alpha) }
     } else {
         // SAFETY: as above.
         unsafe { general(c, add, a, b, alpha) }
@@ -72,10 +72,10 @@ unsafe fn thin<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawMat<T>
         // guarantee on the views).
         unsafe {
             match n {
-                1 => return cols.run::<1>(&bv),
-                2 => return cols.run::<2>(&bv),
-                3 => return cols.run::<3>(&bv),
-                4 => return cols.run::<4>(&bv),
+                1 => return simd::thin_cols::<T, 1>(&cols, &bv),
+                2 => return simd::thin_cols::<T, 2>(&cols, &bv),
+                3 => return simd::thin_cols::<T, 3>(&cols, &bv),
+                4 => return simd::thin_cols::<T, 4>(&cols, &bv),
                 _ => {}
             }
         }
@@ -110,6 +110,7 @@ impl<T: Scalar> ThinCols<T> {
     ///
     /// # Safety
     /// `c` addresses `m * N` elements, each column of A `m` elements, `a_cs` apart.
+    #[inline(always)]
     unsafe fn run<const N: usize>(&self, bv: &[T; 16]) {
         // SAFETY: the caller's guarantee.
         let c = unsafe { std::slice::from_raw_parts_mut(self.c, self.m * N) };
@@ -147,6 +148,7 @@ impl<T: Scalar> ThinCols<T> {
 ///
 /// # Safety
 /// As [`tiny_gemm`].
+#[inline(always)]
 unsafe fn rows_of_b<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawMat<T>, alpha: T) {
     let (cs, ash, bsh) = (c.shape, a.shape, b.shape);
     let (c, a, b) = (c.ptr, a.ptr, b.ptr);
@@ -157,21 +159,167 @@ unsafe fn rows_of_b<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawM
         if k == 0 && !add {
             crow.fill(T::zero());
         }
-        for p in 0..k as isize {
-            // SAFETY: (i, p) is inside A's view.
-            let x = alpha * unsafe { *a.offset(i * ash.rs + p * ash.cs) };
-            // SAFETY: row p of B (n contiguous elements, `bsh.cs == 1`) is inside its view.
-            let brow = unsafe { std::slice::from_raw_parts(b.offset(p * bsh.rs), n) };
-            // the first row overwrites C when C is not read (no zero-fill pass)
-            if p == 0 && !add {
-                for (y, &z) in crow.iter_mut().zip(brow) {
-                    *y = x * z;
-                }
-            } else {
-                for (y, &z) in crow.iter_mut().zip(brow) {
-                    *y += x * z;
-                }
+        // up to four rows of B per pass over the row of C (one store per element, not one
+        // per row of B); the first pass overwrites C when C is not read (no zero-fill pass)
+        let mut p = 0;
+        while p < k {
+            let q = (k - p).min(4);
+            // SAFETY: (i, p..p + q) are inside A's view.
+            let x = |r: usize| alpha * unsafe { *a.offset(i * ash.rs + (p + r) as isize * ash.cs) };
+            // SAFETY: rows p..p + q of B (n contiguous elements each, `bsh.cs == 1`) are inside
+            // its view.
+            let row = |r: usize| unsafe {
+                std::slice::from_raw_parts(b.offset((p + r) as isize * bsh.rs), n)
+            };
+            let set = p == 0 && !add;
+            match q {
+                1 => rows_pass::<T, 1>(crow, [row(0)], [x(0)], set),
+                2 => rows_pass::<T, 2>(crow, [row(0), row(1)], [x(0), x(1)], set),
+                3 => rows_pass::<T, 3>(crow, [row(0), row(1), row(2)], [x(0), x(1), x(2)], set),
+                _ => rows_pass::<T, 4>(
+                    crow,
+                    [row(0), row(1), row(2), row(3)],
+                    [x(0), x(1), x(2), x(3)],
+                    set,
+                ),
             }
+            p += q;
+        }
+    }
+}
+
+/// One pass of [`rows_of_b`]: `crow = or += sum_r xs[r] * rows[r]`.
+#[inline(always)]
+fn rows_pass<T: Scalar, const Q: usize>(crow: &mut [T], rows: [&[T]; Q], xs: [T; Q], set: bool) {
+    let n = crow.len();
+    let rows = rows.map(|r| &r[..n]);
+    for j in 0..n {
+        let mut acc = xs[0] * rows[0][j];
+        for r in 1..Q {
+            acc += xs[r] * rows[r][j];
+        }
+        crow[j] = if set { acc } else { crow[j] + acc };
+    }
+}
+
+/// The two loops that run along contiguous memory ([`rows_of_b`], [`ThinCols::run`]),
+/// compiled for AVX-512 or AVX2 where the CPU has them and chosen at run time, as faer picks
+/// its kernels: the crate is built for baseline x86-64 (SSE2, two doubles per instruction).
+/// The same operations in the same order (no fused multiply-add): the same results. The
+/// other paths stay baseline (vectorised across strided rows they gather, and measured
+/// slower so).
+mod simd {
+    use super::{RawMat, RawMatMut, Scalar, ThinCols};
+
+    /// 2: AVX-512F, 1: AVX2, 0: neither (the standard library caches the detection).
+    #[inline]
+    fn level() -> u8 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                return 2;
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                return 1;
+            }
+        }
+        0
+    }
+
+    /// [`super::rows_of_b`] on the widest vectors the CPU has.
+    ///
+    /// # Safety
+    /// As [`super::tiny_gemm`].
+    #[inline]
+    pub(super) unsafe fn rows_of_b<T: Scalar>(
+        c: RawMatMut<T>,
+        add: bool,
+        a: RawMat<T>,
+        b: RawMat<T>,
+        alpha: T,
+    ) {
+        // SAFETY: the variant runs only where the CPU has its features; views forwarded.
+        unsafe {
+            match level() {
+                #[cfg(target_arch = "x86_64")]
+                2 => x86::rows_of_b_512(c, add, a, b, alpha),
+                #[cfg(target_arch = "x86_64")]
+                1 => x86::rows_of_b_256(c, add, a, b, alpha),
+                _ => super::rows_of_b(c, add, a, b, alpha),
+            }
+        }
+    }
+
+    /// [`ThinCols::run`] on the widest vectors the CPU has.
+    ///
+    /// # Safety
+    /// As [`ThinCols::run`].
+    #[inline]
+    pub(super) unsafe fn thin_cols<T: Scalar, const N: usize>(t: &ThinCols<T>, bv: &[T; 16]) {
+        // SAFETY: as above.
+        unsafe {
+            match level() {
+                #[cfg(target_arch = "x86_64")]
+                2 => x86::thin_cols_512::<T, N>(t, bv),
+                #[cfg(target_arch = "x86_64")]
+                1 => x86::thin_cols_256::<T, N>(t, bv),
+                _ => t.run::<N>(bv),
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod x86 {
+        use super::super::{RawMat, RawMatMut, Scalar, ThinCols};
+
+        /// # Safety
+        /// As [`super::super::tiny_gemm`], on a CPU with AVX-512F.
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        pub(super) unsafe fn rows_of_b_512<T: Scalar>(
+            c: RawMatMut<T>,
+            add: bool,
+            a: RawMat<T>,
+            b: RawMat<T>,
+            alpha: T,
+        ) {
+            // SAFETY: forwarded.
+            unsafe { super::super::rows_of_b(c, add, a, b, alpha) }
+        }
+
+        /// # Safety
+        /// As [`super::super::tiny_gemm`], on a CPU with AVX2.
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) unsafe fn rows_of_b_256<T: Scalar>(
+            c: RawMatMut<T>,
+            add: bool,
+            a: RawMat<T>,
+            b: RawMat<T>,
+            alpha: T,
+        ) {
+            // SAFETY: forwarded.
+            unsafe { super::super::rows_of_b(c, add, a, b, alpha) }
+        }
+
+        /// # Safety
+        /// As [`ThinCols::run`], on a CPU with AVX-512F.
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        pub(super) unsafe fn thin_cols_512<T: Scalar, const N: usize>(
+            t: &ThinCols<T>,
+            bv: &[T; 16],
+        ) {
+            // SAFETY: forwarded.
+            unsafe { t.run::<N>(bv) }
+        }
+
+        /// # Safety
+        /// As [`ThinCols::run`], on a CPU with AVX2.
+        #[target_feature(enable = "avx2,fma")]
+        pub(super) unsafe fn thin_cols_256<T: Scalar, const N: usize>(
+            t: &ThinCols<T>,
+            bv: &[T; 16],
+        ) {
+            // SAFETY: forwarded.
+            unsafe { t.run::<N>(bv) }
         }
     }
 }
@@ -235,6 +383,12 @@ mod tests {
             (13, 4, 4),
             (9, 4, 0),
             (7, 1, 16),
+            // rows of B in passes of up to four: one, two and three passes, with remainders
+            (3, 20, 5),
+            (2, 33, 9),
+            (4, 25, 4),
+            (1, 145, 3),
+            (2, 19, 7),
         ];
         for &(m, n, k) in &shapes {
             let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();

@@ -70,6 +70,17 @@ impl CostModel {
             self.gemm_s(m, n, k)
         }
     }
+    /// Predicted time of one sub-GEMM of a member that reads a block in place as strided
+    /// sub-matrices: a kernel call of its own (dispatch, strides, operands reloaded), so a
+    /// faer call's overhead even where the tiny kernel runs it (measured so on the Hubbard
+    /// MPO steps: about 22 ns per sub-GEMM of 1 x 8 x 2).
+    pub fn split_sub_s(&self, m: usize, n: usize, k: usize) -> f64 {
+        if tiny_wins(m, n, k) {
+            self.call_s + 2.0 * m as f64 * n as f64 * k as f64 / self.tiny_rate
+        } else {
+            self.gemm_s(m, n, k)
+        }
+    }
     /// Predicted time to gather or scatter `elems` elements.
     pub fn pack_s(&self, elems: usize) -> f64 {
         elems as f64 * self.pack_elem_s

@@ -4,7 +4,7 @@
 use super::cost::CostModel;
 use super::group::{Access, Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
-use super::price::single_cost;
+use super::price::{batch_member_cost, single_cost};
 use super::step::{Keys, StepPlan};
 use std::ops::Range;
 
@@ -40,12 +40,9 @@ pub(super) fn choose_family(
     let sep: f64 = ps
         .iter()
         .map(|&p| {
-            let one = single_cost(sp, p, model);
-            let pr = &sp.pairs[p as usize];
+            let one = single_cost(sp, p);
             if opts.batched {
-                one.min(
-                    one - model.gemm_s(pr.m, pr.n, pr.k) + model.batched_member_s(pr.m, pr.n, pr.k),
-                )
+                one.min(batch_member_cost(sp, p))
             } else {
                 one
             }
@@ -64,7 +61,7 @@ pub(super) fn choose_family(
         parts
             .iter()
             .map(|x| match &v[x.clone()] {
-                [p] => single_cost(sp, *p, model),
+                [p] => single_cost(sp, *p),
                 grp => concat_cost(sp, ks, grp, model, sole, pl),
             })
             .sum()
@@ -300,6 +297,7 @@ pub(super) fn concat_group(
         wasted_flops: 2.0 * m as f64 * n as f64 * k as f64 - flops,
         packed_elems: 0,
         predicted_s: 0.0,
+        split_members: 0,
         uncoalesced_s: 0.0,
         packs: [u32::MAX; 3],
         members: u32::MAX,

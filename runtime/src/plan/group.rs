@@ -1,7 +1,7 @@
 //! Groups: the plan's nodes. Each group is one kernel call covering one or more block pairs.
 
 use crate::step::Side;
-use crate::view::MatShape;
+use crate::view::{MatShape, SplitShape};
 use std::fmt;
 
 /// How a group's block pairs become kernel calls.
@@ -107,6 +107,19 @@ pub enum Reach {
     /// Copied at each call by this entry of the step's [`Packs`](crate::view::Packs): into
     /// scratch for an operand, out of it for the output.
     Packed(u32),
+    /// In place as strided sub-matrices, one GEMM each: this entry of the step's
+    /// [`splits`](super::StepPlan::splits) (operands only).
+    Split(u32),
+}
+
+/// A member's operand block read in place as sub-matrices (see [`SplitShape`]): the block's
+/// offset in its buffer and the split.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitAt {
+    /// Offset of the first sub-matrix in the buffer.
+    pub at: usize,
+    /// The sub-matrices.
+    pub split: SplitShape,
 }
 
 /// One member GEMM of a single, batched or grouped group, as the executor runs it: how it
@@ -158,6 +171,9 @@ pub struct Group {
     pub packed_elems: usize,
     /// Predicted time of this group, seconds.
     pub predicted_s: f64,
+    /// Member kinds: members that read an operand block in place as strided sub-GEMMs
+    /// instead of copying it ([`Reach::Split`]).
+    pub split_members: u32,
     /// Predicted time of its pairs as separate GEMMs, seconds.
     pub uncoalesced_s: f64,
     /// Concatenating kinds: where the precomputed copies of the packed operands (A, B) and
@@ -233,6 +249,18 @@ impl Group {
     /// Why the cost model chose it, from the numbers the group keeps (written when asked, so
     /// that planning formats nothing).
     pub fn reason(&self) -> String {
+        let mut s = self.reason_of_kind();
+        if self.split_members > 0 {
+            let k = self.split_members;
+            s.push_str(&format!(
+                "; {k} member(s) read a block in place as strided sub-GEMMs (no copy)"
+            ));
+        }
+        s
+    }
+
+    /// [`Group::reason`] without the note on split members.
+    fn reason_of_kind(&self) -> String {
         let (n, us, sep) = (
             self.pairs.len(),
             self.predicted_s * 1e6,

@@ -2,7 +2,7 @@
 
 use super::group::{Access, Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
-use super::price::single_cost;
+use super::price::{member_base, member_cost, single_cost};
 use super::step::StepPlan;
 use crate::step::PairGemm;
 
@@ -21,10 +21,18 @@ pub(super) fn batch_singles(
     let mut out = Vec::new();
     let mut lone = Vec::new();
     for ps in singles.chunk_by(|x, y| shape(x) == shape(y)) {
-        let sh = shape(&ps[0]);
-        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, &opts.model)).sum();
-        let bat =
-            opts.model.call_s + ps.len() as f64 * opts.model.batched_member_s(sh.0, sh.1, sh.2);
+        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p)).sum();
+        // the members' GEMMs (or sub-GEMMs, where they split), copies aside
+        let base = member_base(&opts.model, GroupKind::Batched, shape(&ps[0]));
+        let bat: f64 = opts.model.call_s
+            + ps.iter()
+                .map(|&p| {
+                    let pr = &sp.pairs[p as usize];
+                    let (t, packed, _) =
+                        member_cost(sp, shape(&p), (pr.a, pr.b, None), base, &opts.model);
+                    t - opts.model.pack_s(packed)
+                })
+                .sum::<f64>();
         let take = opts.batched
             && ps.len() > 1
             && match opts.policy {
@@ -68,7 +76,7 @@ fn group_singles(sp: &StepPlan, singles: &[u32], opts: &PlanOptions, out: &mut V
     }
     let m = &opts.model;
     for ps in calls {
-        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p, m)).sum();
+        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p)).sum();
         let grouped = m.call_s + sep - ps.len() as f64 * (m.call_s - m.member_s);
         let take = ps.len() > 1
             && match opts.policy {
@@ -127,6 +135,7 @@ pub(super) fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group 
         wasted_flops: 0.0,
         packed_elems: 0,
         predicted_s: 0.0,
+        split_members: 0,
         uncoalesced_s: 0.0,
         packs: [u32::MAX; 3],
         members: u32::MAX,

@@ -12,11 +12,12 @@ mod members;
 pub mod options;
 pub mod order;
 mod price;
+mod reach;
 pub mod step;
 
 pub use cache::{fingerprint, CacheStats, PlanCache};
 pub use cost::CostModel;
-pub use group::{Access, Group, GroupKind, KernelCounts, Member, Place, Reach};
+pub use group::{Access, Group, GroupKind, KernelCounts, Member, Place, Reach, SplitAt};
 pub use layout::Components;
 pub use options::{PlanOptions, Policy, TIE};
 pub use step::{plan_step, plan_step_with, OperandPlan, StepPlan};
@@ -120,6 +121,7 @@ impl Plan {
             b += p.c_mats.len() * size_of::<Option<crate::view::MatShape>>();
             for o in &p.operands {
                 b += o.mats.len() * size_of::<Option<crate::view::MatShape>>();
+                b += o.splits.len() * size_of::<Option<crate::view::SplitShape>>();
                 b += (o.offsets.len() + o.cache.len()) * 16;
             }
             for g in &p.groups {
@@ -130,6 +132,7 @@ impl Plan {
             b += p.zero_blocks.len() * 4;
             b += p.packs.approx_bytes() + p.c_pack.len() * 4;
             b += p.members.len() * size_of::<group::Member>() + p.c_offsets.len() * 8;
+            b += p.splits.len() * size_of::<SplitAt>();
             // shared with the plans made from this one: counted in each
             b += p.keys.approx_bytes();
             b += p

@@ -3,19 +3,20 @@
 //! grouped calls), `layout` (output layout, operand access) and `price` (cost and reason).
 
 use super::family::{choose_family, concat_group, family_kind, Placer};
-use super::group::{Group, GroupKind, Member, Reach};
+use super::group::{Group, GroupKind, Member, SplitAt};
 use super::layout::{
     assign_output_layout, assign_packs, components, first_writes, scratch_of, Components,
 };
 use super::members::{batch_singles, member_group};
 use super::options::PlanOptions;
-use super::price::finalize;
+use super::price::{finalize, member_splits, pair_prices};
+use super::reach::{member_records, transpose_cache};
 use crate::block::{describe, max_elements, Block, BlockIndex, BlockKey, DynTensor};
 use crate::error::{Error, Result};
 use crate::hash::{FxMap, InlineKey};
 use crate::scalar::{Conj, Scalar};
 use crate::step::{enumerate, geometry, Geometry, PairGemm, PairList, Side, StepDesc};
-use crate::view::{mat_shape, Layout, MatShape, Packs};
+use crate::view::{mat_shape, split_shape, Layout, MatShape, Packs, SplitShape};
 use std::sync::Arc;
 
 /// The plan of one pairwise step.
@@ -60,6 +61,13 @@ pub struct StepPlan {
     /// The member GEMMs of the single, batched and grouped groups, in execution order (each
     /// group's from its [`Group::members`]).
     pub members: Vec<Member>,
+    /// While planning: per pair, its predicted time as its own GEMM and as a batch member
+    /// (copies or splits included), priced once for the many candidates that quote them;
+    /// emptied once the step is planned.
+    pub(crate) pair_s: Vec<[f64; 2]>,
+    /// The sub-matrices of the members that read an operand block in place as strided
+    /// sub-GEMMs ([`Reach::Split`]), one per such member.
+    pub splits: Vec<SplitAt>,
     /// Per pair, the ids of its row, contracted and column keys (they depend on block keys
     /// only, so a plan made from this one as a template shares them).
     pub(crate) keys: Arc<Keys>,
@@ -70,6 +78,11 @@ pub struct StepPlan {
 pub struct OperandPlan {
     /// Matrix view of each block (None: its strides need a transpose).
     pub mats: Vec<Option<MatShape>>,
+    /// Per block without a matrix view: its view as strided sub-matrices, when its free side
+    /// (A's rows, B's columns) fuses into two strides.
+    pub splits: Vec<Option<SplitShape>>,
+    /// Whether any block has such a view.
+    pub any_split: bool,
     /// Buffer offset of each block.
     pub offsets: Vec<usize>,
     /// Blocks that need a transpose and feed several single/batched GEMMs are transposed
@@ -85,12 +98,24 @@ pub struct OperandPlan {
 impl OperandPlan {
     fn new<T: Scalar>(t: &DynTensor<T>, g: &Geometry, side: Side) -> Self {
         let (rows, cols) = g.mat_axes(side);
+        let mats: Vec<Option<MatShape>> = t
+            .blocks()
+            .iter()
+            .map(|x| mat_shape(&x.layout, rows, cols))
+            .collect();
+        let splits: Vec<Option<SplitShape>> = t
+            .blocks()
+            .iter()
+            .zip(&mats)
+            .map(|(x, m)| match m {
+                Some(_) => None,
+                None => split_shape(&x.layout, rows, cols, side == Side::A, SPLIT_MIN_ROW),
+            })
+            .collect();
         OperandPlan {
-            mats: t
-                .blocks()
-                .iter()
-                .map(|x| mat_shape(&x.layout, rows, cols))
-                .collect(),
+            mats,
+            any_split: splits.iter().any(Option::is_some),
+            splits,
             offsets: t.blocks().iter().map(|x| x.layout.offset).collect(),
             cache: Vec::new(),
             cache_len: 0,
@@ -117,6 +142,12 @@ impl StepPlan {
         self.groups.iter().map(|g| g.predicted_s).sum()
     }
 }
+
+/// The shortest sub-matrix rows (or columns) worth a sub-GEMM each when a block is read as
+/// strided sub-matrices ([`SplitShape`]): copying rows this long runs near memory speed,
+/// while a sub-GEMM's call costs ~20 ns whatever its size (measured on the MPO steps:
+/// 1 x 58 x 2 sub-GEMMs lost to copying the block, 1 x 145 x 3 won).
+const SPLIT_MIN_ROW: usize = 128;
 
 /// Per-pair ids of the row key, the contracted key and the column key (dense, from 0), and
 /// per contracted key its coupled sector.
@@ -262,9 +293,12 @@ pub(crate) fn plan_step_like<T: Scalar>(
         packs: Packs::default(),
         c_pack: Vec::new(),
         members: Vec::new(),
+        splits: Vec::new(),
+        pair_s: Vec::new(),
         keys: ks.clone(),
     };
     let model = opts.model;
+    sp.pair_s = pair_prices(&sp, &model);
     let groups = match template.and_then(|t| regroup(&sp, &ks, t, opts)) {
         Some(groups) => groups,
         None => group_pairs(&sp, &ks, opts),
@@ -304,60 +338,19 @@ fn finish<T: Scalar>(
     sp.zero_blocks = first_writes(&mut groups, sp.out_keys.len());
     sp.components = components(&groups, sp.out_keys.len());
     sp.scratch_elems = groups.iter().map(scratch_of).max().unwrap_or(0);
+    let split = member_splits(sp, &groups, model);
     for (side, t) in [(Side::A, a), (Side::B, b)] {
-        transpose_cache(&groups, &mut sp.operands[side.index()], t, side);
+        transpose_cache(&groups, &split, &mut sp.operands[side.index()], t, side);
     }
     let blocks = [a.blocks(), b.blocks(), &out_blocks];
     assign_packs(sp, &mut groups, blocks, template.map(|t| &t.packs));
-    member_records(sp, &mut groups);
+    member_records(sp, &mut groups, &split);
+    sp.pair_s = Vec::new();
     sp.groups = groups;
     sp.out_index = Arc::new(match template {
         Some(t) => t.out_index.sharing_keys(out_blocks),
         None => BlockIndex::new(out_blocks),
     });
-}
-
-/// The member groups' records (see [`Member`]), once accesses, first writes, the transpose
-/// cache and the copies are fixed.
-fn member_records(sp: &mut StepPlan, groups: &mut [Group]) {
-    let reach = |op: &OperandPlan, i: usize| match op.mats[i] {
-        Some(s) => Reach::Direct {
-            at: op.offsets[i],
-            rs: s.rs,
-            cs: s.cs,
-        },
-        None => match op.cache[i] {
-            Some(o) => Reach::Cached(o),
-            None => Reach::Packed(op.block_pack[i]),
-        },
-    };
-    let n = groups
-        .iter()
-        .filter(|g| g.is_members())
-        .map(|g| g.pairs.len())
-        .sum();
-    let mut members = Vec::with_capacity(n);
-    for gr in groups.iter_mut().filter(|g| g.is_members()) {
-        gr.members = members.len() as u32;
-        let [a, b] = &sp.operands;
-        for ((pa, pb), pc) in gr.a().iter().zip(gr.b()).zip(gr.c()) {
-            let c = pc.block as usize;
-            members.push(Member {
-                a: reach(a, pa.block as usize),
-                b: reach(b, pb.block as usize),
-                c: match sp.c_mats[c] {
-                    Some(s) => Reach::Direct {
-                        at: sp.c_offsets[c],
-                        rs: s.rs,
-                        cs: s.cs,
-                    },
-                    None => Reach::Packed(sp.c_pack[c]),
-                },
-                first: pc.first,
-            });
-        }
-    }
-    sp.members = members;
 }
 
 /// Points the pairs at the target's blocks (writing in place into `t`); false when `t` lacks
@@ -541,35 +534,4 @@ fn check_output_size<T: Scalar>(g: &Geometry, keys: &[BlockKey], desc: &StepDesc
             })?;
     }
     Ok(())
-}
-
-/// Blocks that need a transpose and are used by two or more member GEMMs get a slot in a
-/// per-step cache (transposed once instead of once per use).
-fn transpose_cache<T: Scalar>(
-    groups: &[Group],
-    op: &mut OperandPlan,
-    t: &DynTensor<T>,
-    side: Side,
-) {
-    let mut uses = vec![0u32; op.mats.len()];
-    for g in groups.iter().filter(|g| g.is_members()) {
-        for p in g.places(side) {
-            if op.mats[p.block as usize].is_none() {
-                uses[p.block as usize] += 1;
-            }
-        }
-    }
-    let mut off = 0;
-    op.cache = uses
-        .iter()
-        .enumerate()
-        .map(|(i, &u)| {
-            (u >= 2).then(|| {
-                let o = off;
-                off += t.blocks()[i].layout.len();
-                o
-            })
-        })
-        .collect();
-    op.cache_len = off;
 }

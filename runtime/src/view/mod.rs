@@ -12,7 +12,7 @@ mod mat;
 mod pack;
 
 pub use copy::{for_each_pair, strided_copy, Axes, CopyMode};
-pub use mat::{mat_shape, MatShape};
+pub use mat::{mat_shape, split_shape, MatShape, SplitShape};
 pub use pack::{PackOp, Packs};
 
 /// Axes stored inline up to this rank (beyond it, on the heap).
@@ -163,5 +163,27 @@ mod tests {
         assert_eq!(fuse(&dims, &st, &[0, 2]), Some((6, 4)));
         assert_eq!(fuse(&dims, &st, &[2, 0]), None);
         assert_eq!(fuse(&dims, &st, &[]), Some((1, 1)));
+    }
+
+    #[test]
+    fn a_free_side_that_does_not_fuse_splits_into_strided_sub_matrices() {
+        // (a, w, z) row-major, read as B (rows w, columns (a, z)) or as A (rows (a, z),
+        // columns w): the free side is a sub-matrices, 8 apart
+        let l = Layout::row_major(&[3, 2, 4], 5);
+        assert_eq!(mat_shape(&l, &[1], &[0, 2]), None);
+        let b = split_shape(&l, &[1], &[0, 2], false, 1).unwrap();
+        assert_eq!((b.count, b.stride), (3, 8));
+        assert_eq!((b.mat.m, b.mat.rs, b.mat.n, b.mat.cs), (2, 4, 4, 1));
+        let a = split_shape(&l, &[0, 2], &[1], true, 1).unwrap();
+        assert_eq!((a.count, a.stride), (3, 8));
+        assert_eq!((a.mat.m, a.mat.rs, a.mat.n, a.mat.cs), (4, 1, 2, 4));
+        // the contracted side must fuse; a free side that fuses needs no split
+        assert_eq!(split_shape(&l, &[0, 2], &[1], false, 1), None);
+        assert_eq!(split_shape(&l, &[1], &[0, 2], true, 1), None);
+        let r = Layout::row_major(&[2, 3, 4], 0);
+        assert_eq!(split_shape(&r, &[0], &[1, 2], false, 1), None);
+        // sub-matrices narrower than asked for: none
+        assert_eq!(split_shape(&l, &[1], &[0, 2], false, 5), None);
+        assert!(split_shape(&l, &[1], &[0, 2], false, 4).is_some());
     }
 }
