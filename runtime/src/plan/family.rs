@@ -42,7 +42,7 @@ pub(super) fn choose_family(
         .map(|&p| {
             let one = single_cost(sp, p);
             if opts.batched {
-                one.min(batch_member_cost(sp, p))
+                one.min(batch_member_cost(sp, p, model))
             } else {
                 one
             }

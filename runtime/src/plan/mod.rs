@@ -121,7 +121,7 @@ impl Plan {
             b += p.c_mats.len() * size_of::<Option<crate::view::MatShape>>();
             for o in &p.operands {
                 b += o.mats.len() * size_of::<Option<crate::view::MatShape>>();
-                b += o.splits.len() * size_of::<Option<crate::view::SplitShape>>();
+                b += o.splits.len() * size_of::<(u32, crate::view::SplitShape)>();
                 b += (o.offsets.len() + o.cache.len()) * 16;
             }
             for g in &p.groups {

@@ -4,7 +4,7 @@ use super::cost::CostModel;
 use super::group::{Access, Group, GroupKind, Place};
 use super::layout::matrix_access;
 use super::step::StepPlan;
-use crate::step::Side;
+use crate::step::{PairGemm, Side};
 use crate::view::{MatShape, SplitShape};
 
 /// A member GEMM's predicted time as one call of `kind`, its copies aside: faer for a single,
@@ -35,7 +35,7 @@ fn member_split(
     [(Side::B, b), (Side::A, a)]
         .into_iter()
         .find_map(|(side, blk)| {
-            let s = sp.operand(side).splits[blk as usize].as_ref()?;
+            let s = sp.operand(side).split_of(blk)?;
             let (sub, elems) = match side {
                 Side::A => ((s.mat.m, n, k), m * k),
                 Side::B => ((m, s.mat.n, k), k * n),
@@ -65,7 +65,7 @@ pub(super) fn member_cost(
     if !(ma || mb || c_packed) {
         return (base, 0, None);
     }
-    let can_split = |side: Side, none: bool| none && sp.operand(side).any_split;
+    let can_split = |side: Side, none: bool| none && !sp.operand(side).splits.is_empty();
     let split = if can_split(Side::A, ma) || can_split(Side::B, mb) {
         member_split(sp, (m, n, k), (a, b), base, model)
     } else {
@@ -86,37 +86,36 @@ pub(super) fn member_cost(
     (t + model.pack_s(packed), packed, split.map(|x| (x.0, x.1)))
 }
 
-/// Per pair of the step: its predicted time as its own GEMM and as a batch member, its
-/// operands copied or split where they must be (its output's copy aside).
-pub(super) fn pair_prices(sp: &StepPlan, model: &CostModel) -> Vec<[f64; 2]> {
-    let (a, b) = (sp.operand(Side::A), sp.operand(Side::B));
+/// Per pair of the step: its predicted time as its own GEMM, its operands copied or split
+/// where they must be (its output's copy aside).
+pub(super) fn pair_prices(sp: &StepPlan, model: &CostModel) -> Vec<f64> {
     sp.pairs
         .iter()
-        .map(|pr| {
-            let shape = (pr.m, pr.n, pr.k);
-            let one = model.gemm_s(pr.m, pr.n, pr.k);
-            let bat = member_base(model, GroupKind::Batched, shape);
-            // most pairs read both blocks in place: no copy, no split to weigh
-            if a.mats[pr.a as usize].is_some() && b.mats[pr.b as usize].is_some() {
-                return [one, bat];
-            }
-            let blocks = (pr.a, pr.b, None);
-            [
-                member_cost(sp, shape, blocks, one, model).0,
-                member_cost(sp, shape, blocks, bat, model).0,
-            ]
-        })
+        .map(|pr| price_pair(sp, pr, GroupKind::Single, model))
         .collect()
+}
+
+/// One pair's predicted time as a member of `kind`, copies or splits included.
+fn price_pair(sp: &StepPlan, pr: &PairGemm, kind: GroupKind, model: &CostModel) -> f64 {
+    let shape = (pr.m, pr.n, pr.k);
+    let base = member_base(model, kind, shape);
+    // most pairs read both blocks in place: no copy, no split to weigh
+    if sp.operand(Side::A).mats[pr.a as usize].is_some()
+        && sp.operand(Side::B).mats[pr.b as usize].is_some()
+    {
+        return base;
+    }
+    member_cost(sp, shape, (pr.a, pr.b, None), base, model).0
 }
 
 /// Predicted time of pair `p` as its own GEMM (from [`pair_prices`]).
 pub(super) fn single_cost(sp: &StepPlan, p: u32) -> f64 {
-    sp.pair_s[p as usize][0]
+    sp.pair_s[p as usize]
 }
 
-/// Predicted time of pair `p` as a batch member (from [`pair_prices`]).
-pub(super) fn batch_member_cost(sp: &StepPlan, p: u32) -> f64 {
-    sp.pair_s[p as usize][1]
+/// Predicted time of pair `p` as a batch member.
+pub(super) fn batch_member_cost(sp: &StepPlan, p: u32, model: &CostModel) -> f64 {
+    price_pair(sp, &sp.pairs[p as usize], GroupKind::Batched, model)
 }
 
 /// Per member of the member groups, in record order: the side it splits, if any (the same

@@ -61,10 +61,10 @@ pub struct StepPlan {
     /// The member GEMMs of the single, batched and grouped groups, in execution order (each
     /// group's from its [`Group::members`]).
     pub members: Vec<Member>,
-    /// While planning: per pair, its predicted time as its own GEMM and as a batch member
-    /// (copies or splits included), priced once for the many candidates that quote them;
-    /// emptied once the step is planned.
-    pub(crate) pair_s: Vec<[f64; 2]>,
+    /// While planning: per pair, its predicted time as its own GEMM (copies or splits
+    /// included), priced once for the many candidates that quote it; emptied once the step
+    /// is planned.
+    pub(crate) pair_s: Vec<f64>,
     /// The sub-matrices of the members that read an operand block in place as strided
     /// sub-GEMMs ([`Reach::Split`]), one per such member.
     pub splits: Vec<SplitAt>,
@@ -78,11 +78,9 @@ pub struct StepPlan {
 pub struct OperandPlan {
     /// Matrix view of each block (None: its strides need a transpose).
     pub mats: Vec<Option<MatShape>>,
-    /// Per block without a matrix view: its view as strided sub-matrices, when its free side
-    /// (A's rows, B's columns) fuses into two strides.
-    pub splits: Vec<Option<SplitShape>>,
-    /// Whether any block has such a view.
-    pub any_split: bool,
+    /// The blocks without a matrix view whose free side (A's rows, B's columns) fuses into
+    /// two strides, ascending, with their view as strided sub-matrices (most steps: none).
+    pub splits: Vec<(u32, SplitShape)>,
     /// Buffer offset of each block.
     pub offsets: Vec<usize>,
     /// Blocks that need a transpose and feed several single/batched GEMMs are transposed
@@ -96,6 +94,15 @@ pub struct OperandPlan {
 }
 
 impl OperandPlan {
+    /// Block `b`'s view as strided sub-matrices, if it has one (see [`OperandPlan::splits`]).
+    pub fn split_of(&self, b: u32) -> Option<&SplitShape> {
+        if self.splits.is_empty() {
+            return None;
+        }
+        let i = self.splits.binary_search_by_key(&b, |x| x.0).ok()?;
+        Some(&self.splits[i].1)
+    }
+
     fn new<T: Scalar>(t: &DynTensor<T>, g: &Geometry, side: Side) -> Self {
         let (rows, cols) = g.mat_axes(side);
         let mats: Vec<Option<MatShape>> = t
@@ -103,18 +110,19 @@ impl OperandPlan {
             .iter()
             .map(|x| mat_shape(&x.layout, rows, cols))
             .collect();
-        let splits: Vec<Option<SplitShape>> = t
+        let splits: Vec<(u32, SplitShape)> = t
             .blocks()
             .iter()
             .zip(&mats)
-            .map(|(x, m)| match m {
-                Some(_) => None,
-                None => split_shape(&x.layout, rows, cols, side == Side::A, SPLIT_MIN_ROW),
+            .enumerate()
+            .filter(|(_, (_, m))| m.is_none())
+            .filter_map(|(i, (x, _))| {
+                let s = split_shape(&x.layout, rows, cols, side == Side::A, SPLIT_MIN_ROW)?;
+                Some((i as u32, s))
             })
             .collect();
         OperandPlan {
             mats,
-            any_split: splits.iter().any(Option::is_some),
             splits,
             offsets: t.blocks().iter().map(|x| x.layout.offset).collect(),
             cache: Vec::new(),
