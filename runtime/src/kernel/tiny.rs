@@ -272,54 +272,38 @@ mod simd {
     mod x86 {
         use super::super::{RawMat, RawMatMut, Scalar, ThinCols};
 
-        /// # Safety
-        /// As [`super::super::tiny_gemm`], on a CPU with AVX-512F.
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        pub(super) unsafe fn rows_of_b_512<T: Scalar>(
-            c: RawMatMut<T>,
-            add: bool,
-            a: RawMat<T>,
-            b: RawMat<T>,
-            alpha: T,
-        ) {
-            // SAFETY: forwarded.
-            unsafe { super::super::rows_of_b(c, add, a, b, alpha) }
+        /// One loop in both instruction-set variants, `[AVX-512F, AVX2]`: the same body,
+        /// compiled for each.
+        macro_rules! variants {
+            ($(#[$doc:meta])* [$wide:ident, $narrow:ident] [$($gen:tt)*] ($($arg:ident: $ty:ty),*) $body:block) => {
+                $(#[$doc])*
+                #[target_feature(enable = "avx512f,avx2,fma")]
+                pub(super) unsafe fn $wide<$($gen)*>($($arg: $ty),*) $body
+
+                $(#[$doc])*
+                #[target_feature(enable = "avx2,fma")]
+                pub(super) unsafe fn $narrow<$($gen)*>($($arg: $ty),*) $body
+            };
         }
 
-        /// # Safety
-        /// As [`super::super::tiny_gemm`], on a CPU with AVX2.
-        #[target_feature(enable = "avx2,fma")]
-        pub(super) unsafe fn rows_of_b_256<T: Scalar>(
-            c: RawMatMut<T>,
-            add: bool,
-            a: RawMat<T>,
-            b: RawMat<T>,
-            alpha: T,
-        ) {
-            // SAFETY: forwarded.
-            unsafe { super::super::rows_of_b(c, add, a, b, alpha) }
+        variants! {
+            /// # Safety
+            /// As [`super::super::tiny_gemm`], on a CPU with the variant's features.
+            [rows_of_b_512, rows_of_b_256] [T: Scalar]
+            (c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawMat<T>, alpha: T) {
+                // SAFETY: forwarded.
+                unsafe { super::super::rows_of_b(c, add, a, b, alpha) }
+            }
         }
 
-        /// # Safety
-        /// As [`ThinCols::run`], on a CPU with AVX-512F.
-        #[target_feature(enable = "avx512f,avx2,fma")]
-        pub(super) unsafe fn thin_cols_512<T: Scalar, const N: usize>(
-            t: &ThinCols<T>,
-            bv: &[T; 16],
-        ) {
-            // SAFETY: forwarded.
-            unsafe { t.run::<N>(bv) }
-        }
-
-        /// # Safety
-        /// As [`ThinCols::run`], on a CPU with AVX2.
-        #[target_feature(enable = "avx2,fma")]
-        pub(super) unsafe fn thin_cols_256<T: Scalar, const N: usize>(
-            t: &ThinCols<T>,
-            bv: &[T; 16],
-        ) {
-            // SAFETY: forwarded.
-            unsafe { t.run::<N>(bv) }
+        variants! {
+            /// # Safety
+            /// As [`ThinCols::run`], on a CPU with the variant's features.
+            [thin_cols_512, thin_cols_256] [T: Scalar, const N: usize]
+            (t: &ThinCols<T>, bv: &[T; 16]) {
+                // SAFETY: forwarded.
+                unsafe { t.run::<N>(bv) }
+            }
         }
     }
 }
