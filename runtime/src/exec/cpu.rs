@@ -319,11 +319,11 @@ fn fill_cache<T: Scalar>(
     read: Option<&[bool]>,
 ) -> Vec<T> {
     let op = sp.operand(side);
+    // not cut to its length: the spare keeps the length it was filled to (see `step_buffer`)
     let mut v = super::pool::take::<T>(op.cache_len);
     if v.len() < op.cache_len {
         v.resize(op.cache_len, T::zero());
     }
-    v.truncate(op.cache_len);
     for (i, slot) in op.cache.iter().enumerate() {
         if read.is_some_and(|r| !r[i]) {
             continue;

@@ -328,26 +328,50 @@ fn execute_into_here<T: Scalar>(
     r
 }
 
-/// A buffer for step `i`'s result from the plan's pool, of its size: a reused buffer keeps
-/// its old values (the step overwrites what it reads).
+/// A buffer for step `i`'s result from the process's spare buffers, of its size: a reused
+/// buffer keeps its old values (the step overwrites what it reads). For the distributed
+/// executor, whose buffers travel whole.
+#[cfg(feature = "mpi")]
 pub(crate) fn intermediate_buffer<T: Scalar>(plan: &Plan, i: usize) -> Result<Vec<T>> {
+    let mut buf = step_buffer(plan, i)?;
+    buf.truncate(plan.steps[i].plan.out_len);
+    Ok(buf)
+}
+
+/// A buffer for step `i`'s result inside [`run_steps`]: at least its size and not cut to it,
+/// so that the spare keeps the length it was filled to. Cut, the Hubbard m = 128 `heff2`'s
+/// largest intermediate came back shorter after serving a shorter step and was zero-filled
+/// again (158 KB) at every call.
+fn step_buffer<T: Scalar>(plan: &Plan, i: usize) -> Result<Vec<T>> {
     let st = &plan.steps[i];
-    intermediate_buffer_of(st.plan.out_len, &format!("the intermediate {}", st.name))
+    spare_at_least(st.plan.out_len, || format!("the intermediate {}", st.name))
 }
 
 /// A buffer of `len` elements from the process's spare buffers (old values kept);
 /// `TooLarge` naming `what` when it cannot be allocated.
+#[cfg(feature = "mpi")]
 pub(crate) fn intermediate_buffer_of<T: Scalar>(len: usize, what: &str) -> Result<Vec<T>> {
+    let mut buf = spare_at_least(len, || what.to_string())?;
+    buf.truncate(len);
+    Ok(buf)
+}
+
+/// A spare buffer at least `len` long, as long as it was last filled when longer (old values
+/// kept; only the elements past that length are zero-filled); `TooLarge` naming `what()`
+/// when it cannot be allocated.
+pub(crate) fn spare_at_least<T: Scalar>(
+    len: usize,
+    what: impl FnOnce() -> String,
+) -> Result<Vec<T>> {
     let mut buf = pool::take::<T>(len);
     if buf.len() < len {
         buf.try_reserve(len - buf.len())
             .map_err(|_| Error::TooLarge {
-                what: what.to_string(),
+                what: what(),
                 reason: format!("cannot allocate {len} elements"),
             })?;
         buf.resize(len, T::zero());
     }
-    buf.truncate(len);
     Ok(buf)
 }
 
@@ -387,7 +411,7 @@ fn run_steps<T: Scalar>(
         let c = if i == last {
             run_step(&st.plan, a, b, alpha, threads, out, accum, timing)
         } else {
-            let mut buf = intermediate_buffer(plan, i)?;
+            let mut buf = step_buffer(plan, i)?;
             let c = run_step(
                 &st.plan,
                 a,
@@ -414,7 +438,7 @@ fn run_steps<T: Scalar>(
         if let Some(ts) = times.as_deref_mut() {
             ts.push(t);
         }
-        stats.flops += st.plan.pairs.iter().map(|p| p.flops()).sum::<f64>();
+        stats.flops += st.plan.flops;
         stats.steps.push(StepStats {
             pair_gemms: st.plan.pairs.len(),
             kernel_calls: c.total(),

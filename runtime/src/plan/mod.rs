@@ -170,11 +170,7 @@ impl Plan {
     }
     /// Useful flops over all steps.
     pub fn flops(&self) -> f64 {
-        self.steps
-            .iter()
-            .flat_map(|s| s.plan.pairs.iter())
-            .map(|p| p.flops())
-            .sum()
+        self.steps.iter().map(|s| s.plan.flops).sum()
     }
     /// Kernel calls per kind.
     pub fn counts(&self) -> KernelCounts {

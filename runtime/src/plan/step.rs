@@ -33,6 +33,9 @@ pub struct StepPlan {
     pub out_keys: Arc<[BlockKey]>,
     /// Output buffer length.
     pub out_len: usize,
+    /// Useful flops (2mnk summed over the pairs), counted once when planned: a run reports
+    /// them without a pass over thousands of pairs per call.
+    pub flops: f64,
     /// What the plan knows of its two operands' blocks, indexed by [`Side::index`].
     pub operands: [OperandPlan; 2],
     /// Matrix view of each output block.
@@ -290,6 +293,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
         pairs,
         out_keys,
         out_len: 0,
+        flops: 0.0,
         operands,
         c_mats: Vec::new(),
         c_offsets: Vec::new(),
@@ -340,6 +344,7 @@ fn finish<T: Scalar>(
     template: Option<&StepPlan>,
 ) {
     sp.c_offsets = out_blocks.iter().map(|b| b.layout.offset).collect();
+    sp.flops = sp.pairs.iter().map(|p| p.flops()).sum();
     for gr in &mut groups {
         finalize(sp, gr, model);
     }
