@@ -30,7 +30,10 @@ pub unsafe fn tiny_gemm<T: Scalar>(
 ) {
     let plain = a.conj == Conj::No && b.conj == Conj::No;
     let add = accum == Accum::Add;
-    if plain && c.shape.n * a.shape.n <= 16 {
+    // rows of C longer than the thin path's specialised widths (1-4) with B's rows
+    // contiguous: scaled rows of B, vectorised along the row
+    let long_rows = c.shape.n > 4 && c.shape.cs == 1 && b.shape.cs == 1;
+    if plain && c.shape.n * a.shape.n <= 16 && !long_rows {
         // SAFETY: the caller vouches for the views.
         unsafe { thin(c, add, a, b, alpha) }
     } else if plain && c.shape.cs == 1 && b.shape.cs == 1 {
@@ -418,6 +421,10 @@ mod tests {
             (1400, 3, 2),
             (1030, 4, 4),
             (4200, 3, 1),
+            // B thin but C's rows longer than four: scaled rows of B
+            (2, 8, 1),
+            (3, 5, 3),
+            (8, 16, 1),
         ];
         for &(m, n, k) in &shapes {
             let a: Vec<f64> = (0..m * k).map(|i| (i as f64 * 0.37).sin()).collect();
