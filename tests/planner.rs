@@ -569,6 +569,20 @@ fn grouped_calls_never_write_one_block_twice() {
     assert!(counts[GroupKind::Grouped as usize] >= 1);
 }
 
+/// The one-site effective Hamiltonian, ((L*P)*W)*R, its order given.
+fn heff1_spec() -> ContractionSpec {
+    let mut spec =
+        ContractionSpec::parse("Y[a,s,b] = L[a,w,x] * P[x,t,y] * W[w,v,s,t] * R[y,v,b]").unwrap();
+    spec.tree = Some(Tree::Node(
+        Box::new(Tree::Node(
+            Box::new(Tree::Node(Box::new(Tree::Leaf(0)), Box::new(Tree::Leaf(1)))),
+            Box::new(Tree::Leaf(2)),
+        )),
+        Box::new(Tree::Leaf(3)),
+    ));
+    spec
+}
+
 #[test]
 fn buffers_reused_across_calls_give_the_same_results() {
     // intermediates come from the plan's pool and are overwritten, never zero-filled: repeated
@@ -584,15 +598,7 @@ fn buffers_reused_across_calls_give_the_same_results() {
     );
     let r = mk(&mut rng, vec![Leg::out(&v), Leg::out(&v), Leg::inc(&v)]);
     let other = psi.relayout(&[2, 1, 0]).unwrap();
-    let mut spec =
-        ContractionSpec::parse("Y[a,s,b] = L[a,w,x] * P[x,t,y] * W[w,v,s,t] * R[y,v,b]").unwrap();
-    spec.tree = Some(Tree::Node(
-        Box::new(Tree::Node(
-            Box::new(Tree::Node(Box::new(Tree::Leaf(0)), Box::new(Tree::Leaf(1)))),
-            Box::new(Tree::Leaf(2)),
-        )),
-        Box::new(Tree::Leaf(3)),
-    ));
+    let spec = heff1_spec();
     let (want, _) = contract_dyn(&spec, &[&l, &psi, &w, &r], 1.0, Executor::Dense).unwrap();
     let cache = PlanCache::new();
     let fp = blockcontract::plan::cache::spec_fingerprint(&spec);
@@ -637,15 +643,7 @@ fn intermediates_in_longer_reused_buffers_give_the_same_results() {
         Arc::new(Space::block(&u1, &secs).unwrap())
     };
     let p = Arc::new(Space::local(&u1, &[(vec![-1], 1), (vec![1], 1)]).unwrap());
-    let mut spec =
-        ContractionSpec::parse("Y[a,s,b] = L[a,w,x] * P[x,t,y] * W[w,v,s,t] * R[y,v,b]").unwrap();
-    spec.tree = Some(Tree::Node(
-        Box::new(Tree::Node(
-            Box::new(Tree::Node(Box::new(Tree::Leaf(0)), Box::new(Tree::Leaf(1)))),
-            Box::new(Tree::Leaf(2)),
-        )),
-        Box::new(Tree::Leaf(3)),
-    ));
+    let spec = heff1_spec();
     let mut rng = common::Rng(11);
     let mut cases = Vec::new();
     for dims in [[2, 4, 5, 4, 2], [1, 2, 0, 2, 1]] {
