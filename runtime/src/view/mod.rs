@@ -13,7 +13,7 @@ mod pack;
 
 pub use copy::{for_each_pair, strided_copy, Axes, CopyMode};
 pub use mat::{mat_shape, split_shape, MatShape, SplitShape};
-pub use pack::{PackOp, Packs};
+pub use pack::{PackAxis, PackOp, Packs};
 
 /// Axes stored inline up to this rank (beyond it, on the heap).
 const INLINE_AXES: usize = 6;

@@ -20,15 +20,23 @@ pub struct PackOp {
     pub len: u32,
 }
 
+/// One axis of a precomputed copy: its extent and its strides in the block and the matrix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PackAxis {
+    /// Extent.
+    pub dim: usize,
+    /// Stride in the block (the tensor's buffer).
+    pub block: isize,
+    /// Stride in the matrix.
+    pub mat: isize,
+}
+
 /// A step's precomputed copies.
 #[derive(Debug, Clone, Default)]
 pub struct Packs {
-    /// Every copy's axis extents, one copy after another.
-    pub dims: Vec<usize>,
-    /// The axes' strides in the block (the tensor's buffer).
-    pub block_strides: Vec<isize>,
-    /// The axes' strides in the matrix.
-    pub mat_strides: Vec<isize>,
+    /// Every copy's axes, one copy after another (one list: a copy reads its axes from one
+    /// place, and adding one appends a few entries, no bulk copy per list).
+    pub axes: Vec<PackAxis>,
     /// The copies.
     pub ops: Vec<PackOp>,
 }
@@ -37,9 +45,7 @@ impl Packs {
     /// Empty, with room for as many copies and axes as `like` holds.
     pub fn with_room_of(like: &Packs) -> Self {
         Packs {
-            dims: Vec::with_capacity(like.dims.len()),
-            block_strides: Vec::with_capacity(like.block_strides.len()),
-            mat_strides: Vec::with_capacity(like.mat_strides.len()),
+            axes: Vec::with_capacity(like.axes.len()),
             ops: Vec::with_capacity(like.ops.len()),
         }
     }
@@ -73,13 +79,14 @@ impl Packs {
             mat[nr + j] = acc;
             acc *= l.dims[ax] as isize;
         }
-        let start = self.dims.len() as u32;
+        let start = self.axes.len() as u32;
         let empty = dims[..n].contains(&0);
         let len = Axes::simplify(&mut dims[..n], &mut own, &mut mat);
         if !empty {
-            self.dims.extend_from_slice(&dims[..len]);
-            self.block_strides.extend_from_slice(&own[..len]);
-            self.mat_strides.extend_from_slice(&mat[..len]);
+            let axes = dims[..len].iter().zip(&own[..len]).zip(&mat[..len]);
+            for ((&dim, &block), &mat) in axes {
+                self.axes.push(PackAxis { dim, block, mat });
+            }
         }
         self.ops.push(PackOp {
             block_off: l.offset,
@@ -93,7 +100,8 @@ impl Packs {
 
     /// Approximate memory held, in bytes.
     pub fn approx_bytes(&self) -> usize {
-        self.dims.len() * 24 + self.ops.len() * std::mem::size_of::<PackOp>()
+        self.axes.len() * std::mem::size_of::<PackAxis>()
+            + self.ops.len() * std::mem::size_of::<PackOp>()
     }
 
     /// Calls `f(block_offset, matrix_offset, len, block_stride, matrix_stride)` once per
@@ -108,40 +116,44 @@ impl Packs {
         if op.len == u32::MAX {
             return;
         }
-        let r = op.start as usize..(op.start + op.len) as usize;
+        let axes = &self.axes[op.start as usize..(op.start + op.len) as usize];
         let (bo, mo) = (op.block_off as isize, op.mat_off as isize);
-        let (dims, bs, ms) = (
-            &self.dims[r.clone()],
-            &self.block_strides[r.clone()],
-            &self.mat_strides[r],
-        );
         // wrapping steps: offsets stay in range by the views' contract (as `for_each_pair`)
-        match (dims, bs, ms) {
-            (&[n], &[s], &[t]) => f(bo, mo, n, s, t),
-            (&[d0, n], &[s0, s], &[t0, t]) => {
+        match *axes {
+            [x] => f(bo, mo, x.dim, x.block, x.mat),
+            [o, x] => {
                 let (mut b, mut m) = (bo, mo);
-                for _ in 0..d0 {
-                    f(b, m, n, s, t);
-                    b = b.wrapping_add(s0);
-                    m = m.wrapping_add(t0);
+                for _ in 0..o.dim {
+                    f(b, m, x.dim, x.block, x.mat);
+                    b = b.wrapping_add(o.block);
+                    m = m.wrapping_add(o.mat);
                 }
             }
-            (&[d0, d1, n], &[s0, s1, s], &[t0, t1, t]) => {
+            [o0, o1, x] => {
                 let (mut b0, mut m0) = (bo, mo);
-                for _ in 0..d0 {
+                for _ in 0..o0.dim {
                     let (mut b, mut m) = (b0, m0);
-                    for _ in 0..d1 {
-                        f(b, m, n, s, t);
-                        b = b.wrapping_add(s1);
-                        m = m.wrapping_add(t1);
+                    for _ in 0..o1.dim {
+                        f(b, m, x.dim, x.block, x.mat);
+                        b = b.wrapping_add(o1.block);
+                        m = m.wrapping_add(o1.mat);
                     }
-                    b0 = b0.wrapping_add(s0);
-                    m0 = m0.wrapping_add(t0);
+                    b0 = b0.wrapping_add(o0.block);
+                    m0 = m0.wrapping_add(o0.mat);
                 }
             }
-            _ => for_each_pair(dims, bs, ms, |b, m, n, s, t| {
-                f(bo.wrapping_add(b), mo.wrapping_add(m), n, s, t)
-            }),
+            _ => {
+                let mut dims = [0usize; MAX_RANK];
+                let mut bs = [0isize; MAX_RANK];
+                let mut ms = [0isize; MAX_RANK];
+                for (k, x) in axes.iter().enumerate() {
+                    (dims[k], bs[k], ms[k]) = (x.dim, x.block, x.mat);
+                }
+                let n = axes.len();
+                for_each_pair(&dims[..n], &bs[..n], &ms[..n], |b, m, n, s, t| {
+                    f(bo.wrapping_add(b), mo.wrapping_add(m), n, s, t)
+                })
+            }
         }
     }
 
