@@ -482,6 +482,31 @@ fn blocks_transposed_for_several_gemms_are_transposed_once() {
     }
 }
 
+/// An MPO step's intermediate X[a, w.., z] (U(1), charges -1, 0, 1): long outer legs `a`
+/// (out) and `z` (in) of sector dimensions `big`, and `shorts` short legs of dimensions `small`
+/// between them, stored with W's flow when X is to be conjugated (conjugation flips flows);
+/// returns X and the short legs' space.
+fn mpo_intermediate<T: Scalar>(
+    big: [usize; 3],
+    small: [usize; 3],
+    shorts: usize,
+    conj: bool,
+    seed: u64,
+) -> (DynTensor<T>, Arc<Space>) {
+    use blockcontract::Flow;
+    let u1 = Symmetry::u1();
+    let space = |d: [usize; 3]| {
+        let sectors = [(vec![-1], d[0]), (vec![0], d[1]), (vec![1], d[2])];
+        Arc::new(Space::block(&u1, &sectors).unwrap())
+    };
+    let (big, small) = (space(big), space(small));
+    let short = if conj { Flow::Out } else { Flow::In };
+    let mut legs = vec![Leg::new(&big, Flow::Out)];
+    legs.extend((0..shorts).map(|_| Leg::new(&small, short)));
+    legs.push(Leg::new(&big, Flow::In));
+    (full::<T>(legs, seed), small)
+}
+
 /// Members whose block's free side does not fuse into one stride (the MPO steps' shape:
 /// X[a,w,z] read as w x (a,z), or as (a,z) x w) read it in place as strided sub-GEMMs, on
 /// either side of the product, f64 and complex with X conjugated, 1 and 2 threads; every
@@ -495,21 +520,8 @@ fn members_read_non_fusing_blocks_in_place_as_strided_sub_gemms() {
 
 fn check_split<T: Scalar>(conj: bool) {
     use blockcontract::plan::Reach;
-    use blockcontract::{Conj, Flow};
-    let u1 = Symmetry::u1();
-    let big = Space::block(&u1, &[(vec![-1], 130), (vec![0], 140), (vec![1], 129)]).unwrap();
-    let small = Space::block(&u1, &[(vec![-1], 1), (vec![0], 3), (vec![1], 1)]).unwrap();
-    let (big, small) = (Arc::new(big), Arc::new(small));
-    // conjugating X flips its flows: its w leg is stored with W's flow then
-    let xw = if conj { Flow::Out } else { Flow::In };
-    let x = full::<T>(
-        vec![
-            Leg::new(&big, Flow::Out),
-            Leg::new(&small, xw),
-            Leg::new(&big, Flow::In),
-        ],
-        7,
-    );
+    use blockcontract::Conj;
+    let (x, small) = mpo_intermediate::<T>([130, 140, 129], [1, 3, 1], 1, conj, 7);
     let w = full::<T>(vec![Leg::out(&small), Leg::out(&small)], 8);
     for (text, ops, x_at, x_side) in [
         ("Y[v,a,z] = W[v,w] * X[a,w,z]", [&w, &x], 1, 1),
@@ -517,7 +529,16 @@ fn check_split<T: Scalar>(conj: bool) {
     ] {
         let mut spec = ContractionSpec::parse(text).unwrap();
         spec.operands[x_at].conj = Conj::from_bool(conj);
-        let plan = build_plan(&spec, &ops, &PlanOptions::default()).unwrap();
+        // fixed constants with copies priced dear, so that the split wins on every machine
+        // (a calibration with cheap copies and a slow tiny kernel, as on some hosts, copies)
+        let opts = PlanOptions {
+            model: blockcontract::CostModel {
+                pack_elem_s: 5e-9,
+                ..blockcontract::CostModel::default()
+            },
+            ..PlanOptions::default()
+        };
+        let plan = build_plan(&spec, &ops, &opts).unwrap();
         let sp = &plan.steps[0].plan;
         let split: u32 = sp.groups.iter().map(|g| g.split_members).sum();
         assert!(split > 0, "{text}: no member reads X in place");
@@ -537,6 +558,99 @@ fn check_split<T: Scalar>(conj: bool) {
                 "{text}, {threads} threads: relative difference {d}"
             );
         }
+    }
+}
+
+/// Concatenating groups that pack blocks whose rows run along their last axis (the MPO
+/// steps' shape: X[a,w,t,z] read as (a,z) x (w,t), w and t a few long) pack them column-major,
+/// so that the copies move rows of z elements instead of a few (w,t) at a time (and so is an
+/// output packed into a target laid out (a,v,z)); the result agrees with the
+/// dense reference, f64 and complex with X conjugated, 1 and 2 threads. A packed matrix whose
+/// rows do not run along the blocks stays row-major.
+#[test]
+fn packs_whose_rows_run_along_the_blocks_are_column_major() {
+    check_col_major::<f64>(false);
+    check_col_major::<Complex64>(true);
+}
+
+fn check_col_major<T: Scalar>(conj: bool) {
+    use blockcontract::Conj;
+    // two short contracted legs: an output block gets several (w, t), concatenated along k
+    let (x, small) = mpo_intermediate::<T>([30, 40, 29], [1, 3, 2], 2, conj, 11);
+    let w = full::<T>(
+        vec![Leg::out(&small), Leg::out(&small), Leg::inc(&small)],
+        12,
+    );
+    let mut spec = ContractionSpec::parse("Y[a,z,v] = X[a,w,t,z] * W[w,t,v]").unwrap();
+    spec.operands[0].conj = Conj::from_bool(conj);
+    let plan = build_plan(
+        &spec,
+        &[&x, &w],
+        &PlanOptions::only(GroupKind::ContractionAxis),
+    )
+    .unwrap();
+    let groups = &plan.steps[0].plan.groups;
+    let concat: Vec<_> = groups
+        .iter()
+        .filter(|g| g.kind == GroupKind::ContractionAxis)
+        .collect();
+    assert!(!concat.is_empty(), "no contraction-axis group");
+    // X (A) packed column-major; W (B), whose rows are w, row-major
+    for g in &concat {
+        assert!(g.a_access.is_packed() && g.packed_col_major[0], "{g:?}");
+        assert!(!g.packed_col_major[1], "{g:?}");
+        assert!(
+            g.reason().contains("A packed column-major"),
+            "{}",
+            g.reason()
+        );
+    }
+    let alpha = T::from_f64(0.5);
+    let (want, _) = contract_dyn(&spec, &[&x, &w], alpha, Executor::Dense).unwrap();
+    let wd = want.to_dense().unwrap();
+    for threads in [1, 2] {
+        let (got, _, _) = execute(&plan, &[&x, &w], alpha, threads, None).unwrap();
+        let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
+        assert!(d <= 1e-12, "{threads} threads: relative difference {d}");
+    }
+    // written into a target whose blocks are (a, v, z) row-major: the output's rows (a, z)
+    // run along z there too, so its packed matrix is column-major as well
+    let spec = {
+        let mut s = ContractionSpec::parse("Y[a,v,z] = X[a,w,t,z] * W[w,t,v]").unwrap();
+        s.operands[0].conj = Conj::from_bool(conj);
+        s
+    };
+    let (want, _) = contract_dyn(&spec, &[&x, &w], alpha, Executor::Dense).unwrap();
+    let only = PlanOptions::only(GroupKind::ContractionAxis);
+    let plan = blockcontract::plan::build_plan_into(&spec, &[&x, &w], &want, &only)
+        .unwrap()
+        .expect("the target holds every block");
+    let groups = &plan.steps[0].plan.groups;
+    assert!(
+        groups
+            .iter()
+            .any(|g| g.c_access.is_packed() && g.packed_col_major[2]),
+        "no output packed column-major"
+    );
+    for threads in [1, 2] {
+        // target += result: twice the result
+        let mut target = want.clone();
+        blockcontract::exec::execute_into(
+            &plan,
+            &[&x, &w],
+            alpha,
+            threads,
+            &mut target,
+            blockcontract::kernel::Accum::Add,
+        )
+        .unwrap();
+        let mut twice = want.clone();
+        twice.scale(T::from_f64(2.0));
+        let d = common::rel_diff(&target.to_dense().unwrap(), &twice.to_dense().unwrap());
+        assert!(
+            d <= 1e-12,
+            "into, {threads} threads: relative difference {d}"
+        );
     }
 }
 

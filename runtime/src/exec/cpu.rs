@@ -522,7 +522,7 @@ impl<T: Scalar> Ctx<'_, T> {
     }
 
     /// A concatenating group's operand on `side`: in place, or its blocks gathered into `buf`
-    /// as one row-major `r x c` matrix.
+    /// as one contiguous `r x c` matrix (row-major, or column-major where the plan says so).
     ///
     /// # Safety
     /// `buf` holds `r * c` elements when the access is packed; places lie inside the matrix.
@@ -548,7 +548,8 @@ impl<T: Scalar> Ctx<'_, T> {
                             .gather(first + i, t.data().as_ptr(), buf.as_mut_ptr())
                     };
                 }
-                RawMat::new(buf.as_ptr(), MatShape::row_major(r, c))
+                let col_major = gr.packed_col_major[side.index()];
+                RawMat::new(buf.as_ptr(), MatShape::contiguous(r, c, col_major))
             }
         }
         .with_conj(conj)
@@ -581,7 +582,8 @@ impl<T: Scalar> Ctx<'_, T> {
                     self.gemm(cm, self.accum_of(first), am, bm)
                 }
                 Access::Packed => {
-                    let cm = RawMatMut::new(sc.as_mut_ptr(), MatShape::row_major(m, n));
+                    let shape = MatShape::contiguous(m, n, gr.packed_col_major[2]);
+                    let cm = RawMatMut::new(sc.as_mut_ptr(), shape);
                     self.gemm(cm, Accum::Replace, am, bm);
                     for (i, p) in gr.c().iter().enumerate() {
                         let mode = copy_mode(self.accum_of(p.first));

@@ -300,6 +300,7 @@ pub(super) fn concat_group(
         split_members: 0,
         uncoalesced_s: 0.0,
         packs: [u32::MAX; 3],
+        packed_col_major: [false; 3],
         members: u32::MAX,
     };
     g.set_places([&a, &b, &c]);

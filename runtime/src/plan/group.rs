@@ -180,6 +180,10 @@ pub struct Group {
     /// of the packed output start in the step's [`Packs`](crate::view::Packs), one per place
     /// in order; `u32::MAX` for an operand reached in place (and for member kinds).
     pub packs: [u32; 3],
+    /// Concatenating kinds: whether the packed A, B and output are column-major in scratch
+    /// (chosen per operand when that makes the copies' contiguous rows longer, as on the MPO
+    /// steps, whose rows run along the blocks' last axis); row-major otherwise.
+    pub packed_col_major: [bool; 3],
     /// Member kinds: where the group's member records (one per pair, in order) start in the
     /// step's [`StepPlan::members`](super::StepPlan::members); `u32::MAX` for concatenating
     /// kinds.
@@ -295,14 +299,18 @@ impl Group {
                 self.b().len()
             ),
         };
+        let word = |acc: &Access, i: usize| match (acc, self.packed_col_major[i]) {
+            (Access::Packed, true) => "packed column-major",
+            _ => acc.word(),
+        };
         format!(
             "{what}; one {}x{}x{} GEMM predicted {us:.2} us vs {sep:.2} us as {n} GEMMs; A {}, B {}, C {}",
             self.m,
             self.n,
             self.k,
-            self.a_access.word(),
-            self.b_access.word(),
-            self.c_access.word()
+            word(&self.a_access, 0),
+            word(&self.b_access, 1),
+            word(&self.c_access, 2)
         )
     }
 }

@@ -109,7 +109,8 @@ fn tiles(groups: &[Group], nout: usize) -> (Vec<(usize, usize)>, usize) {
 /// Works out every copy the step makes between a block and a packed matrix (see
 /// [`crate::view::Packs`]): per operand block and per output block that is not one strided
 /// matrix, its copy into a row-major matrix of its own (members, the transpose cache); per
-/// packed operand or output of a concatenating group, one copy per place. `blocks`: the
+/// packed operand or output of a concatenating group, one copy per place, into a row-major
+/// or a column-major matrix, whichever copies longer rows ([`col_major_wins`]). `blocks`: the
 /// operands' and the output's; `like`: a template's copies (room is reserved for as many).
 pub(super) fn assign_packs(
     sp: &mut StepPlan,
@@ -158,27 +159,69 @@ pub(super) fn assign_packs(
         })
         .collect();
     for gr in groups.iter_mut().filter(|gr| !gr.is_members()) {
-        for side in Side::BOTH {
-            if !gr.access(side).is_packed() {
+        let shapes = [(gr.m, gr.k), (gr.k, gr.n), (gr.m, gr.n)];
+        // set afresh (a group rebuilt from a template's carries the template's)
+        let (mut starts, mut col_majors) = ([u32::MAX; 3], [false; 3]);
+        for (i, axes) in [g.mat_axes(Side::A), g.mat_axes(Side::B), c_axes]
+            .into_iter()
+            .enumerate()
+        {
+            let (access, places) = match i {
+                0 => (&gr.a_access, gr.a()),
+                1 => (&gr.b_access, gr.b()),
+                _ => (&gr.c_access, gr.c()),
+            };
+            if !access.is_packed() {
                 continue;
             }
-            let rs = if side == Side::A { gr.k } else { gr.n };
-            gr.packs[side.index()] = packs.ops.len() as u32;
-            for p in gr.places(side) {
-                let l = &blocks[side.index()][p.block as usize].layout;
-                packs.push(l, g.mat_axes(side), rs as isize, p.row * rs + p.col);
+            let col_major = col_major_wins(places, blocks[i], axes);
+            let (r, c) = shapes[i];
+            col_majors[i] = col_major;
+            starts[i] = packs.ops.len() as u32;
+            for p in places {
+                let l = &blocks[i][p.block as usize].layout;
+                if col_major {
+                    packs.push(l, (axes.1, axes.0), r as isize, p.col * r + p.row);
+                } else {
+                    packs.push(l, axes, c as isize, p.row * c + p.col);
+                }
             }
         }
-        if gr.c_access.is_packed() {
-            gr.packs[2] = packs.ops.len() as u32;
-            for p in gr.c() {
-                let l = &blocks[2][p.block as usize].layout;
-                packs.push(l, c_axes, gr.n as isize, p.row * gr.n + p.col);
-            }
-        }
+        (gr.packs, gr.packed_col_major) = (starts, col_majors);
     }
     sp.packs = packs;
 }
+
+/// Whether a concatenating group's packed matrix is better laid out column-major: its copies
+/// then run along rows at least [`COL_MAJOR_GAIN`] times longer (a row: a run contiguous in
+/// both the block and the matrix). Row-major runs along the blocks' column axes, column-major
+/// along their row axes: on the MPO steps the rows `(a, z)` of a block `(a, w, t, z)` run along
+/// its last axis and its columns `(w, t)` are one or two long, so row-major copies one or two
+/// elements per row. Decided on the first block: a group's blocks share their axis order.
+fn col_major_wins(places: &[Place], blocks: &[Block], (rows, cols): (&[usize], &[usize])) -> bool {
+    let Some(p) = places.first() else {
+        return false;
+    };
+    let l = &blocks[p.block as usize].layout;
+    let (dims, strides) = (l.dims.as_slice(), l.strides.as_slice());
+    // the run contiguous in both: the matrix's innermost axes, while the block nests them
+    let run = |axes: &[usize]| {
+        let mut run = 1usize;
+        for &ax in axes.iter().rev() {
+            match dims[ax] {
+                1 => continue,
+                d if strides[ax] == run as isize => run *= d,
+                _ => break,
+            }
+        }
+        run
+    };
+    run(rows) >= COL_MAJOR_GAIN * run(cols)
+}
+
+/// How many times fewer rows a column-major pack must copy to be chosen (a short row costs a
+/// loop iteration whichever way, a strided one more; a small gain is not worth a change).
+const COL_MAJOR_GAIN: usize = 4;
 
 /// Zero-copy access when the placed blocks already form one strided matrix.
 pub(super) fn matrix_access(

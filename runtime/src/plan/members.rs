@@ -138,6 +138,7 @@ pub(super) fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group 
         split_members: 0,
         uncoalesced_s: 0.0,
         packs: [u32::MAX; 3],
+        packed_col_major: [false; 3],
         members: u32::MAX,
     }
 }

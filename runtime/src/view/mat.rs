@@ -92,4 +92,21 @@ impl MatShape {
             cs: 1,
         }
     }
+    /// A column-major contiguous `m x n` matrix.
+    pub fn col_major(m: usize, n: usize) -> Self {
+        MatShape {
+            m,
+            rs: 1,
+            n,
+            cs: m as isize,
+        }
+    }
+    /// A contiguous `m x n` matrix, column-major or row-major.
+    pub fn contiguous(m: usize, n: usize, col_major: bool) -> Self {
+        if col_major {
+            Self::col_major(m, n)
+        } else {
+            Self::row_major(m, n)
+        }
+    }
 }
