@@ -126,11 +126,9 @@ pub struct LanczosResult<V> {
     pub full_passes: usize,
 }
 
-/// The lowest eigenpair of the symmetric tridiagonal matrix with `alpha` on the diagonal and
-/// `beta` beside it.
-fn tridiagonal_ground(alpha: &[f64], beta: &[f64]) -> Result<(f64, Vec<f64>)> {
-    let n = alpha.len();
-    let t = Mat::<f64>::from_fn(n, n, |i, j| {
+/// The symmetric tridiagonal matrix with `alpha` on the diagonal and `beta` beside it.
+fn tridiagonal(alpha: &[f64], beta: &[f64]) -> Mat<f64> {
+    Mat::<f64>::from_fn(alpha.len(), alpha.len(), |i, j| {
         if i == j {
             alpha[i]
         } else if i + 1 == j {
@@ -140,15 +138,35 @@ fn tridiagonal_ground(alpha: &[f64], beta: &[f64]) -> Result<(f64, Vec<f64>)> {
         } else {
             0.0
         }
-    });
+    })
+}
+
+/// The tridiagonal eigenproblem's failure, typed.
+fn tridiagonal_error(e: faer::linalg::evd::EvdError) -> Error {
+    Error::Factorization {
+        what: "Lanczos tridiagonal eigenproblem".into(),
+        reason: format!("{e:?}"),
+    }
+}
+
+/// The lowest eigenvalue of the symmetric tridiagonal matrix (`alpha`, `beta`): eigenvalues
+/// only, as every step needs (its eigenvector is needed once, at the end).
+fn tridiagonal_lowest(alpha: &[f64], beta: &[f64]) -> Result<f64> {
+    let values = tridiagonal(alpha, beta)
+        .as_ref()
+        .self_adjoint_eigenvalues(faer::Side::Lower)
+        .map_err(tridiagonal_error)?;
+    Ok(values[0])
+}
+
+/// The lowest eigenpair of the symmetric tridiagonal matrix (`alpha`, `beta`).
+fn tridiagonal_ground(alpha: &[f64], beta: &[f64]) -> Result<(f64, Vec<f64>)> {
+    let t = tridiagonal(alpha, beta);
     let e = t
         .as_ref()
         .self_adjoint_eigen(faer::Side::Lower)
-        .map_err(|e| Error::Factorization {
-            what: "Lanczos tridiagonal eigenproblem".into(),
-            reason: format!("{e:?}"),
-        })?;
-    let v: Vec<f64> = (0..n).map(|i| *e.U().get(i, 0)).collect();
+        .map_err(tridiagonal_error)?;
+    let v: Vec<f64> = (0..alpha.len()).map(|i| *e.U().get(i, 0)).collect();
     Ok((*e.S().column_vector().get(0), v))
 }
 
@@ -310,14 +328,14 @@ pub fn lanczos<V: Vector>(
     v.scale(one(1.0 / n0));
     let mut basis = vec![v];
     let (mut alpha, mut beta) = (Vec::new(), Vec::new());
-    let (mut e, mut coef);
+    let mut e;
     let mut e_prev = f64::INFINITY;
     let mut converged = false;
     let mut orth = Orthogonalizer::new(opts.reorthogonalization, epsilon::<V::Elem>());
     loop {
         let mut w = apply(&basis[basis.len() - 1])?;
         let (before, b) = orth.step(&mut w, &basis, &mut alpha, &beta)?;
-        (e, coef) = tridiagonal_ground(&alpha, &beta)?;
+        e = tridiagonal_lowest(&alpha, &beta)?;
         let scale = alpha.iter().fold(1.0f64, |m, a| m.max(a.abs()));
         if basis.len() >= opts.min_iter && (e_prev - e).abs() < opts.tol * scale.max(e.abs()) {
             converged = true;
@@ -337,6 +355,8 @@ pub fn lanczos<V: Vector>(
         basis.push(w);
         orth.advance();
     }
+    // the Ritz vector's coefficients, once (each step needed the value only)
+    let (value, coef) = tridiagonal_ground(&alpha, &beta)?;
     let mut vector = basis[0].clone();
     vector.scale(one(coef[0]));
     for (c, b) in coef.iter().zip(&basis).skip(1) {
@@ -345,7 +365,7 @@ pub fn lanczos<V: Vector>(
     let n = vector.norm();
     vector.scale(one(1.0 / n));
     Ok(LanczosResult {
-        value: e,
+        value,
         vector,
         applications: alpha.len(),
         converged,
