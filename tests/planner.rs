@@ -565,8 +565,9 @@ fn check_split<T: Scalar>(conj: bool) {
 /// steps' shape: X[a,w,t,z] read as (a,z) x (w,t), w and t a few long) pack them column-major,
 /// so that the copies move rows of z elements instead of a few (w,t) at a time (and so is an
 /// output packed into a target laid out (a,v,z)); the result agrees with the
-/// dense reference, f64 and complex with X conjugated, 1 and 2 threads. A packed matrix whose
-/// rows do not run along the blocks stays row-major.
+/// dense reference, f64 and complex with X conjugated, 1 and 2 threads (the f64 groups of
+/// one to three columns on the tiny kernel's thin path). A packed matrix whose rows do not
+/// run along the blocks stays row-major.
 #[test]
 fn packs_whose_rows_run_along_the_blocks_are_column_major() {
     check_col_major::<f64>(false);
@@ -605,6 +606,17 @@ fn check_col_major<T: Scalar>(conj: bool) {
             g.reason()
         );
     }
+    // some groups are long and thin (C of at most THIN_MAX_N columns, row-major, written in
+    // place; A column-major): unconjugated, the executor runs those on the tiny kernel
+    // (`thin_wins`), checked against the dense reference below
+    assert!(
+        concat
+            .iter()
+            .any(|g| g.n <= blockcontract::kernel::THIN_MAX_N
+                && g.n * g.k <= 16
+                && !g.c_access.is_packed()),
+        "no long, thin group"
+    );
     let alpha = T::from_f64(0.5);
     let (want, _) = contract_dyn(&spec, &[&x, &w], alpha, Executor::Dense).unwrap();
     let wd = want.to_dense().unwrap();

@@ -2,7 +2,7 @@
 //! tiny-GEMM kernel, packing where the plan says so, with rayon across hazard-free components.
 
 use crate::block::DynTensor;
-use crate::kernel::{gemm_par, tiny_gemm, tiny_wins, Accum, Par, RawMat, RawMatMut};
+use crate::kernel::{gemm_par, thin_wins, tiny_gemm, tiny_wins, Accum, Par, RawMat, RawMatMut};
 use crate::plan::{Access, Group, GroupKind, KernelCounts, Reach, StepPlan};
 use crate::scalar::Scalar;
 use crate::step::Side;
@@ -409,11 +409,16 @@ impl<T: Scalar> Ctx<'_, T> {
         }
     }
 
-    /// One GEMM, on the step's threads when it is large enough to gain.
+    /// One GEMM: on the tiny kernel when it is thin ([`thin_wins`]), else on faer, on the
+    /// step's threads when it is large enough to gain.
     ///
     /// # Safety
     /// As [`gemm`].
     unsafe fn gemm(&self, c: RawMatMut<T>, accum: Accum, a: RawMat<T>, b: RawMat<T>) {
+        if thin_wins(&c, &a, &b) {
+            // SAFETY: forwarded from the caller.
+            return unsafe { tiny_gemm(c, accum, a, b, self.alpha) };
+        }
         let (m, n, k) = (c.shape.m, c.shape.n, a.shape.n);
         let par = if big_gemm(m, n, k) {
             self.par

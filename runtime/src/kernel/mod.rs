@@ -8,7 +8,7 @@ mod tiny;
 
 pub use faer_adapter::{gemm, gemm_par};
 pub use reduce::{dot_conj, project_out, sum_abs2};
-pub use tiny::{tiny_gemm, tiny_wins, TINY_MNK};
+pub use tiny::{thin_wins, tiny_gemm, tiny_wins, THIN_MAX_N, TINY_MNK};
 
 use crate::scalar::Conj;
 use crate::view::MatShape;

@@ -15,6 +15,30 @@ pub fn tiny_wins(m: usize, n: usize, k: usize) -> bool {
     small(m, n, TINY_MNK) && small(m * n, k, TINY_MNK) || small(n, k, 16) || small(m, k, 8)
 }
 
+/// Whether a GEMM of any size runs faster on the tiny-GEMM kernel than on faer because it is
+/// thin, judged on its views: C with at most [`THIN_MAX_N`] columns, row-major, and A's
+/// columns contiguous (B, `n * k <= 16`, in registers, one pass down A and C); or a single
+/// row of C, contiguous, from rows of B that are contiguous (a scaled sum of B's rows). The
+/// MPO steps at large m are made of these (for example 21025 x 3 x 4 and 1 x 21025 x 3),
+/// where faer ran 1.3-5x slower (`kernel_probe`); with 4 or more columns, or several rows
+/// of C, faer was as fast or faster. Conjugated operands stay with faer.
+pub fn thin_wins<T>(c: &RawMatMut<T>, a: &RawMat<T>, b: &RawMat<T>) -> bool {
+    let (cs, k) = (c.shape, a.shape.n);
+    if a.conj != Conj::No || b.conj != Conj::No {
+        return false;
+    }
+    let long_cols = cs.n <= THIN_MAX_N
+        && cs.n * k <= 16
+        && a.shape.rs == 1
+        && cs.cs == 1
+        && cs.rs == cs.n as isize;
+    let one_row = cs.m == 1 && cs.cs == 1 && b.shape.cs == 1;
+    long_cols || one_row
+}
+
+/// The most columns of C for which [`thin_wins`] takes a long, thin GEMM off faer.
+pub const THIN_MAX_N: usize = 3;
+
 /// `C = alpha * op(A) * op(B)` (`Accum::Replace`: C is not read) or `C += ...`, by a plain
 /// triple loop; for `m*n*k` up to a few hundred, or thin shapes.
 ///
@@ -388,6 +412,53 @@ unsafe fn general<T: Scalar>(c: RawMatMut<T>, add: bool, a: RawMat<T>, b: RawMat
 mod tests {
     use super::*;
     use crate::view::MatShape;
+
+    /// The thin rule takes the MPO steps' long, thin GEMMs (C of one to three columns,
+    /// row-major, A's columns contiguous; or one contiguous row of C from contiguous rows of
+    /// B) and leaves faer the rest: four columns, several rows, other strides, conjugation.
+    #[test]
+    fn thin_rule_takes_long_thin_gemms_only() {
+        let col_major = |m: usize, k: usize| MatShape {
+            m,
+            rs: 1,
+            n: k,
+            cs: m as isize,
+        };
+        let p = std::ptr::null::<f64>();
+        let q = std::ptr::null_mut::<f64>();
+        let wins = |c: MatShape, a: MatShape, b: MatShape, conj: Conj| {
+            thin_wins(
+                &RawMatMut::new(q, c),
+                &RawMat::new(p, a).with_conj(conj),
+                &RawMat::new(p, b),
+            )
+        };
+        let rm = MatShape::row_major;
+        // long columns: n = 1..3 with n * k <= 16
+        assert!(wins(rm(21025, 3), col_major(21025, 4), rm(4, 3), Conj::No));
+        assert!(wins(rm(3364, 2), col_major(3364, 8), rm(8, 2), Conj::No));
+        assert!(wins(rm(50, 1), col_major(50, 16), rm(16, 1), Conj::No));
+        // one row of C
+        assert!(wins(rm(1, 21025), rm(1, 3), rm(3, 21025), Conj::No));
+        // four columns, n * k > 16, A row-major, C column-major, several rows, conjugated
+        assert!(!wins(rm(3364, 4), col_major(3364, 4), rm(4, 4), Conj::No));
+        assert!(!wins(rm(3364, 3), col_major(3364, 6), rm(6, 3), Conj::No));
+        assert!(!wins(rm(21025, 3), rm(21025, 4), rm(4, 3), Conj::No));
+        assert!(!wins(
+            col_major(21025, 3),
+            col_major(21025, 4),
+            rm(4, 3),
+            Conj::No
+        ));
+        assert!(!wins(rm(3, 21025), rm(3, 4), rm(4, 21025), Conj::No));
+        assert!(!wins(
+            rm(21025, 3),
+            col_major(21025, 4),
+            rm(4, 3),
+            Conj::Yes
+        ));
+        assert!(!wins(rm(1, 21025), rm(1, 3), col_major(3, 21025), Conj::No));
+    }
 
     /// Every path (thin B, with A row-major or column-major, whole or tiled, row-major rows of
     /// B, general strides) against a plain triple loop, overwriting a C full of garbage (NaN) and adding
