@@ -73,6 +73,7 @@ pub fn measure(w: &Workload, per_block: bool, args: &Args) -> Result<Outcome> {
         near_ms: None,
         cached_us: None,
         gemm_ms: None,
+        floor_ms: None,
         error: None,
     })
 }

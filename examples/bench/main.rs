@@ -155,7 +155,7 @@ fn real_main(args: &Args) -> Result<usize> {
         if execs.is_empty() {
             continue;
         }
-        let m = run::measure(&w, f, &execs, args)?;
+        let m = run::measure(&w, f, &execs, args, peak)?;
         for o in &m.outcomes {
             let agrees = expected
                 .get(&w.name)

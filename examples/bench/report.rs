@@ -56,15 +56,17 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
     let _ = writeln!(s);
     let _ = writeln!(
         s,
-        "| workload | pair GEMMs | kernel calls | pairwise ms | planned ms | planned / pairwise | TeNPy ms | planned / TeNPy | GFLOP/s | efficiency | GEMMs alone ms | planned / GEMMs | auto order ms | auto / given | plan ms | first call / cached | near first call / cached |"
+        "| workload | pair GEMMs | kernel calls | pairwise ms | planned ms | planned / pairwise | TeNPy ms | planned / TeNPy | floor ms | planned / floor | TeNPy / floor | GFLOP/s | efficiency | efficiency ceiling | GEMMs alone ms | planned / GEMMs | auto order ms | auto / given | plan ms | first call / cached | near first call / cached |"
     );
     let _ = writeln!(
         s,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     let (mut vs_pair, mut vs_peer, mut vs_given) = (Vec::new(), Vec::new(), Vec::new());
     let mut first_vs_cached = Vec::new();
     let mut near_vs_cached = Vec::new();
+    // rows where even a run at the dense peak would stay under 1.5x TeNPy
+    let mut capped = Vec::new();
     for m in rows {
         let (Some(p), Some(q)) = (m.get("planned"), m.get("pairwise")) else {
             continue;
@@ -88,6 +90,21 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
             vs_peer.push(pm / t);
             format!("{:.3}", pm / t)
         });
+        // the plan's floor on this machine (flops at the dense peak, or one read of each
+        // step's inputs and one write of its output, per step): TeNPy's time over it is the
+        // largest speed-up any code running these steps could reach
+        let floor = p.floor_ms.map_or("- | - | -".to_string(), |f| {
+            let over_peer = m.peer_ms.map_or("-".to_string(), |t| {
+                if t / f < 1.5 {
+                    capped.push(format!("{} ({:.2}x)", m.name, t / f));
+                }
+                format!("{:.2}", t / f)
+            });
+            format!("{f:.3} | {:.2} | {over_peer}", pm / f)
+        });
+        let ceiling = p.floor_ms.map_or("-".to_string(), |f| {
+            format!("{:.2}", p.flops / (peak * 1e9) * 1e3 / f)
+        });
         let gemms = p
             .gemm_ms
             .map_or("- | -".to_string(), |g| format!("{g:.3} | {:.3}", pm / g));
@@ -108,7 +125,7 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
         });
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {} | {} | {:.1} | {:.2} | {} | {} | {} | {} | {} |",
             m.name,
             p.pair_gemms,
             p.kernel_calls,
@@ -117,8 +134,10 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
             pm / qm,
             peer,
             ratio,
+            floor,
             gf,
             gf / peak,
+            ceiling,
             gemms,
             auto,
             first,
@@ -161,6 +180,15 @@ fn markdown(rows: &[Measured], peak: f64, args: &Args) -> String {
             "Geometric mean planned / TeNPy: {:.3} (speed-up {:.2}x)",
             g,
             1.0 / g
+        );
+        let _ = writeln!(
+            s,
+            "Floor: per step, the larger of its useful flops at the dense GEMM peak above and one read of its inputs plus one write of its output (measured in step order, best of five), summed; efficiency ceiling = useful flops at the peak / floor. TeNPy / floor is the largest speed-up over TeNPy any code running these steps could reach on this machine; under 1.5x on: {}",
+            if capped.is_empty() {
+                "none".to_string()
+            } else {
+                capped.join(", ")
+            }
         );
     }
     s

@@ -66,6 +66,11 @@ pub struct Outcome {
     /// contiguous row-major buffers, best of three): what the contraction costs with no
     /// packing, scattering or bookkeeping.
     pub gemm_ms: Option<f64>,
+    /// The plan's floor on this machine, ms: per step, the larger of its useful flops at the
+    /// dense peak and the time to read its two inputs and write its output once (measured
+    /// in step order on buffers of their sizes, best of five), summed over the steps. No
+    /// code that runs these steps, each result materialized, can be faster.
+    pub floor_ms: Option<f64>,
     pub error: Option<String>,
 }
 
@@ -143,11 +148,18 @@ fn run_peer(peer: &Path, file: &Path, threads: usize) -> Result<(f64, f64, f64)>
     Ok((num(1)?, num(2)?, num(3)?))
 }
 
-pub fn measure(w: &Workload, file: &Path, execs: &[Runner], args: &Args) -> Result<Measured> {
+/// `peak`: the dense GEMM peak measured in this run (GFLOP/s), for the plan's floor.
+pub fn measure(
+    w: &Workload,
+    file: &Path,
+    execs: &[Runner],
+    args: &Args,
+    peak: Option<f64>,
+) -> Result<Measured> {
     match w.dtype {
-        DType::F64 => measure_typed::<f64>(w, file, execs, args),
-        DType::F32 => measure_typed::<f32>(w, file, execs, args),
-        DType::C64 => measure_typed::<Complex64>(w, file, execs, args),
+        DType::F64 => measure_typed::<f64>(w, file, execs, args, peak),
+        DType::F32 => measure_typed::<f32>(w, file, execs, args, peak),
+        DType::C64 => measure_typed::<Complex64>(w, file, execs, args, peak),
     }
 }
 
@@ -156,6 +168,7 @@ fn measure_typed<T: Scalar>(
     file: &Path,
     execs: &[Runner],
     args: &Args,
+    peak: Option<f64>,
 ) -> Result<Measured> {
     let ops = w.build_operands::<T>()?;
     let refs: Vec<&DynTensor<T>> = ops.iter().collect();
@@ -204,6 +217,7 @@ fn measure_typed<T: Scalar>(
             cached_us: None,
             near_ms: None,
             gemm_ms: None,
+            floor_ms: None,
             error: None,
         };
         if e.exec == Executor::Planned {
@@ -218,6 +232,7 @@ fn measure_typed<T: Scalar>(
             }
             o.cached_us = Some(t0.elapsed().as_secs_f64() * 1e6 / n as f64);
             o.gemm_ms = Some(gemms_alone_ms::<T>(&plan));
+            o.floor_ms = peak.map(|p| floor_ms(&plan, &refs, p));
             o.near_ms = Some(near_call_ms::<T>(w, spec, &refs, threads)?);
         }
         // warm-up, and the result that is checked
@@ -410,4 +425,58 @@ pub fn gemms_alone_ms<T: Scalar>(plan: &blockcontract::Plan) -> f64 {
         total += t;
     }
     total * 1e3
+}
+
+/// The floor of a plan on this machine ([`Outcome::floor_ms`]), in ms; `peak_gflops`: the
+/// dense GEMM peak measured in the same run.
+pub fn floor_ms<T: Scalar>(
+    plan: &blockcontract::Plan,
+    ops: &[&DynTensor<T>],
+    peak_gflops: f64,
+) -> f64 {
+    use blockcontract::plan::Input;
+    // the steps' outputs, written by the probe as the executor writes them, in step order
+    let mut outs: Vec<Vec<T>> = plan
+        .steps
+        .iter()
+        .map(|st| vec![T::one(); st.plan.out_len])
+        .collect();
+    let mut best = vec![f64::INFINITY; plan.steps.len()];
+    for _ in 0..5 {
+        for (i, st) in plan.steps.iter().enumerate() {
+            let t0 = Instant::now();
+            let mut acc = 0u64;
+            for input in [&st.left, &st.right] {
+                let data: &[T] = match *input {
+                    Input::Operand(o) => ops[o].data(),
+                    Input::Step(j) => &outs[j],
+                };
+                acc = acc.wrapping_add(read_all(data));
+            }
+            std::hint::black_box(acc);
+            outs[i].fill(T::zero());
+            std::hint::black_box(&mut outs[i]);
+            best[i] = best[i].min(t0.elapsed().as_secs_f64());
+        }
+    }
+    plan.steps
+        .iter()
+        .zip(&best)
+        .map(|(st, &touch)| (st.plan.flops / (peak_gflops * 1e9)).max(touch))
+        .sum::<f64>()
+        * 1e3
+}
+
+/// Reads every byte of `data` once (summed as 64-bit words, which vectorizes).
+fn read_all<T>(data: &[T]) -> u64 {
+    // SAFETY: any initialized memory may be read as bytes.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(data.as_ptr() as *const u8, std::mem::size_of_val(data))
+    };
+    let (words, tail) = bytes.split_at(bytes.len() / 8 * 8);
+    let w = words
+        .chunks_exact(8)
+        .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+        .fold(0u64, u64::wrapping_add);
+    tail.iter().fold(w, |a, &b| a.wrapping_add(b as u64))
 }
