@@ -561,6 +561,96 @@ fn check_split<T: Scalar>(conj: bool) {
     }
 }
 
+/// Contraction-axis groups of the MPO steps' shape (one output block, a few contributions
+/// along k, the other extent one to three long) read the big operand in place, on either
+/// side of the product (`W * X`: B; `X * W`: A), when every block's free side has runs of at
+/// least 256 elements: whole blocks (X[a,w,t,z] with w and t one long fuses (a,z)) and
+/// blocks split into runs along z (w or t two long). f64 and complex with X conjugated, alpha 0.5, 1 and 2
+/// threads, and added into a target: all agree with the dense reference; `explain` says so.
+#[test]
+fn thin_groups_read_the_big_operand_in_place() {
+    check_thin::<f64>(false);
+    check_thin::<Complex64>(true);
+}
+
+fn check_thin<T: Scalar>(conj: bool) {
+    use blockcontract::step::Side;
+    use blockcontract::Conj;
+    let only = PlanOptions::only(GroupKind::ContractionAxis);
+    let (mut whole, mut split) = (0, 0);
+    // z's middle sector is long enough for the in-place runs, the others are not; with the
+    // short legs' sectors one long every block fuses (a, z), with a sector two long some
+    // blocks split into runs along z (a group's blocks must agree, so those groups split)
+    for shorts in [[1, 1, 1], [1, 2, 1]] {
+        let (x, small) = mpo_intermediate::<T>([2, 300, 3], shorts, 2, conj, 17);
+        let w = full::<T>(
+            vec![Leg::out(&small), Leg::out(&small), Leg::inc(&small)],
+            18,
+        );
+        for (text, ops, x_at, side) in [
+            ("Y[v,a,z] = W[w,t,v] * X[a,w,t,z]", [&w, &x], 1, Side::B),
+            ("Y[a,z,v] = X[a,w,t,z] * W[w,t,v]", [&x, &w], 0, Side::A),
+        ] {
+            let mut spec = ContractionSpec::parse(text).unwrap();
+            spec.operands[x_at].conj = Conj::from_bool(conj);
+            let plan = build_plan(&spec, &ops, &only).unwrap();
+            let sp = &plan.steps[0].plan;
+            let thin: Vec<_> = sp.groups.iter().filter(|g| g.thin.is_some()).collect();
+            assert!(!thin.is_empty(), "{text}: no thin group");
+            assert!(
+                sp.groups.iter().any(|g| g.thin.is_none()),
+                "{text}: every group is thin (short runs must be gathered)"
+            );
+            for g in &thin {
+                assert_eq!(g.thin.map(|t| t.0), Some(side), "{text}: {g:?}");
+                assert!(
+                    g.reason().contains("read in place (thin)"),
+                    "{}",
+                    g.reason()
+                );
+            }
+            whole += sp.thin.iter().filter(|v| v.split.count == 1).count();
+            split += sp.thin.iter().filter(|v| v.split.count > 1).count();
+            let alpha = T::from_f64(0.5);
+            let (want, _) = contract_dyn(&spec, &ops, alpha, Executor::Dense).unwrap();
+            let wd = want.to_dense().unwrap();
+            for threads in [1, 2] {
+                let (got, _, _) = execute(&plan, &ops, alpha, threads, None).unwrap();
+                let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
+                assert!(
+                    d <= 1e-12,
+                    "{text}, {threads} threads: relative difference {d}"
+                );
+            }
+            // into a target holding the result: the first writes add too
+            let plan = blockcontract::plan::build_plan_into(&spec, &ops, &want, &only)
+                .unwrap()
+                .expect("the target holds every block");
+            assert!(plan.steps[0].plan.groups.iter().any(|g| g.thin.is_some()));
+            let mut target = want.clone();
+            blockcontract::exec::execute_into(
+                &plan,
+                &ops,
+                alpha,
+                1,
+                &mut target,
+                blockcontract::kernel::Accum::Add,
+            )
+            .unwrap();
+            let twice = want.to_dense().unwrap().mapv(|v| v + v);
+            let d = common::rel_diff(&target.to_dense().unwrap(), &twice);
+            assert!(
+                d <= 1e-12,
+                "{text}, added into a target: relative difference {d}"
+            );
+        }
+    }
+    assert!(
+        whole > 0 && split > 0,
+        "views: {whole} whole, {split} split"
+    );
+}
+
 /// Concatenating groups that pack blocks whose rows run along their last axis (the MPO
 /// steps' shape: X[a,w,t,z] read as (a,z) x (w,t), w and t a few long) pack them column-major,
 /// so that the copies move rows of z elements instead of a few (w,t) at a time (and so is an

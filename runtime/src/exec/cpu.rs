@@ -526,6 +526,90 @@ impl<T: Scalar> Ctx<'_, T> {
         }
     }
 
+    /// A thin contraction-axis group ([`Group::thin`]): its operand on `side` read in place,
+    /// one sub-matrix at a time (the plan's views in [`StepPlan::thin`]); per stretch of the
+    /// output those sub-matrices hold, one thin GEMM per contribution on the tiny kernel
+    /// (the stretch stays in L1 between them), the first overwriting when the group's first
+    /// write may. The other operand, small, is packed once if it must be.
+    ///
+    /// # Safety
+    /// `c` (the output's view, in place) and the views lie inside their buffers.
+    unsafe fn run_thin(
+        &self,
+        gr: &Group,
+        side: Side,
+        start: usize,
+        c: *mut T,
+        cv: MatShape,
+        scratch: &mut Vec<T>,
+    ) {
+        let (m, n, k) = (gr.m, gr.n, gr.k);
+        let (other, small_shape) = match side {
+            Side::A => (Side::B, (k, n)),
+            Side::B => (Side::A, (m, k)),
+        };
+        let places = gr.places(side);
+        let views = &self.sp.thin[start..start + places.len()];
+        let small_len = small_shape.0 * small_shape.1;
+        if scratch.len() < small_len {
+            scratch.resize(small_len, T::zero());
+        }
+        // SAFETY: `scratch` holds the small operand's matrix when it is packed.
+        let sm = unsafe { self.concat_operand(gr, other, small_shape, scratch) };
+        let first = self.accum_of(gr.c().iter().all(|p| p.first));
+        let conj = self.sp.geometry.conj_of(side);
+        let big = self.ops[side.index()].data().as_ptr();
+        let inner = match side {
+            Side::A => views[0].split.mat.m,
+            Side::B => views[0].split.mat.n,
+        };
+        for o in 0..views[0].split.count {
+            // the output's stretch for sub-matrix `o`: its columns (B) or rows (A)
+            let (cs, c_at) = match side {
+                Side::B => (MatShape { n: inner, ..cv }, (o * inner) as isize * cv.cs),
+                Side::A => (MatShape { m: inner, ..cv }, (o * inner) as isize * cv.rs),
+            };
+            for (i, (p, v)) in places.iter().zip(views).enumerate() {
+                let at = v.at as isize + o as isize * v.split.stride;
+                // SAFETY: sub-matrix `o` of the block lies inside it (the plan's view), the
+                // small operand's rows (columns) `k0 ..` inside its matrix, the stretch
+                // inside the output block.
+                unsafe {
+                    let x = RawMat::new(big.offset(at), v.split.mat).with_conj(conj);
+                    let (a, b) = match side {
+                        Side::B => {
+                            let s = MatShape {
+                                n: v.split.mat.m,
+                                ..sm.shape
+                            };
+                            let a = RawMat {
+                                ptr: sm.ptr.offset(p.row as isize * sm.shape.cs),
+                                shape: s,
+                                ..sm
+                            };
+                            (a, x)
+                        }
+                        Side::A => {
+                            let s = MatShape {
+                                m: v.split.mat.n,
+                                ..sm.shape
+                            };
+                            let b = RawMat {
+                                ptr: sm.ptr.offset(p.col as isize * sm.shape.rs),
+                                shape: s,
+                                ..sm
+                            };
+                            (x, b)
+                        }
+                    };
+                    let accum = if i == 0 { first } else { Accum::Add };
+                    let cm = RawMatMut::new(c.offset(c_at), cs);
+                    tiny_gemm(cm, accum, a, b, self.alpha);
+                }
+            }
+        }
+    }
+
     /// A concatenating group's operand on `side`: in place, or its blocks gathered into `buf`
     /// as one contiguous `r x c` matrix (row-major, or column-major where the plan says so).
     ///
@@ -562,6 +646,10 @@ impl<T: Scalar> Ctx<'_, T> {
 
     /// Free-axis, contraction-axis and rectangle groups: one GEMM over the whole group.
     unsafe fn run_concat(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
+        if let (Some((side, start)), Access::Direct(c, base)) = (gr.thin, gr.c_access) {
+            // SAFETY: forwarded from the caller; the plan's views lie in the operand's blocks.
+            return unsafe { self.run_thin(gr, side, start as usize, out.add(base), c, scratch) };
+        }
         let (m, n, k) = (gr.m, gr.n, gr.k);
         let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
         let (la, lb, lc) = (

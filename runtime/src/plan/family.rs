@@ -302,6 +302,7 @@ pub(super) fn concat_group(
         packs: [u32::MAX; 3],
         packed_col_major: [false; 3],
         members: u32::MAX,
+        thin: None,
     };
     g.set_places([&a, &b, &c]);
     pl.places = [a, b, c];

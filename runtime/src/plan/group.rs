@@ -188,6 +188,11 @@ pub struct Group {
     /// step's [`StepPlan::members`](super::StepPlan::members); `u32::MAX` for concatenating
     /// kinds.
     pub members: u32,
+    /// A contraction-axis group whose other two extents are thin reads the operand on this
+    /// side in place, no copy (the MPO steps: `W0 * X`, `Y * W1`): its places' views start
+    /// here in the step's [`thin`](super::StepPlan::thin), one per place in order. None:
+    /// every operand is reached as [`Group::a_access`] and [`Group::b_access`] say.
+    pub thin: Option<(crate::step::Side, u32)>,
 }
 
 impl Group {
@@ -300,6 +305,7 @@ impl Group {
             ),
         };
         let word = |acc: &Access, i: usize| match (acc, self.packed_col_major[i]) {
+            _ if self.thin.is_some_and(|(side, _)| side.index() == i) => "read in place (thin)",
             (Access::Packed, true) => "packed column-major",
             _ => acc.word(),
         };

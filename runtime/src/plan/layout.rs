@@ -5,7 +5,7 @@ use super::group::{Access, Group, GroupKind, Place};
 use super::step::StepPlan;
 use crate::block::Block;
 use crate::step::Side;
-use crate::view::{mat_shape, Layout, MatShape};
+use crate::view::{mat_shape, split_shape, Layout, MatShape, SplitShape};
 
 /// Output layout: the blocks of each rectangle or free-axis group that is their only writer
 /// tile one row-major `m x n` matrix, so its GEMM writes in place; every other block is
@@ -171,7 +171,7 @@ pub(super) fn assign_packs(
                 1 => (&gr.b_access, gr.b()),
                 _ => (&gr.c_access, gr.c()),
             };
-            if !access.is_packed() {
+            if !access.is_packed() || gr.thin.is_some_and(|(s, _)| s.index() == i) {
                 continue;
             }
             let col_major = col_major_wins(places, blocks[i], axes);
@@ -419,4 +419,114 @@ pub(super) fn components(groups: &[Group], nout: usize) -> Components {
 pub(super) fn member_scratch(g: &Group) -> usize {
     let need = |a: &Access, len: usize| if a.is_packed() { len } else { 0 };
     need(&g.a_access, g.m * g.k) + need(&g.b_access, g.k * g.n) + need(&g.c_access, g.m * g.n)
+}
+
+/// The most rows (or columns) of the output, and the longest inner dimension, of a
+/// contraction-axis group that reads its other operand in place as thin ([`assign_thin`]):
+/// the small operand, scaled, then fits in [`THIN_MAX_R`] x [`THIN_MAX_K`] registers' worth.
+pub const THIN_MAX_R: usize = 4;
+/// See [`THIN_MAX_R`].
+pub const THIN_MAX_K: usize = 16;
+/// The shortest run of a thin group's in-place sub-matrices: each is a kernel call of its
+/// own (about 25 ns), so shorter runs lost to gathering them (measured on the Hubbard MPO
+/// steps, runs of 10-58 elements: step 1 1.6 -> 2.4 ms), while whole blocks (one run of
+/// thousands) won (Heisenberg m = 512 `heff2` step 2: 0.85 -> 0.64 ms).
+const THIN_MIN_RUN: usize = 256;
+
+/// Contraction-axis groups whose output is written in place and whose other two extents are
+/// thin (`m` or `n` at most [`THIN_MAX_R`], `k` at most [`THIN_MAX_K`]: the MPO steps,
+/// `W0 * X` and `Y * W1`) read the big operand's blocks in place instead of gathering them:
+/// each block's view as `count` sub-matrices of contiguous runs along the free side (one when
+/// it fuses), which the executor's thin kernel walks run by run, adding every contribution
+/// before it writes the output once. Chosen when every block of that side has such a view
+/// with the same runs; the group is then priced as moving its big operand and its output
+/// once at the copy rate (its grouping was decided with the gather priced in, so this only
+/// lowers its price).
+pub(super) fn assign_thin(
+    sp: &mut StepPlan,
+    groups: &mut [Group],
+    blocks: [&[Block]; 2],
+    model: &super::cost::CostModel,
+) {
+    let mut thin = Vec::new();
+    for gr in groups.iter_mut() {
+        gr.thin = None;
+        let Some(side) = thin_side(gr) else {
+            continue;
+        };
+        let axes = sp.geometry.mat_axes(side);
+        let Some(views) = thin_views(gr.places(side), blocks[side.index()], axes, side) else {
+            continue;
+        };
+        gr.thin = Some((side, thin.len() as u32));
+        thin.extend(views);
+        let (big, small) = match side {
+            Side::A => (gr.m, gr.n),
+            Side::B => (gr.n, gr.m),
+        };
+        gr.packed_elems = gr.packed_elems.saturating_sub(big * gr.k);
+        gr.predicted_s = model.call_s + model.pack_s(big * (gr.k + small) + gr.packed_elems);
+    }
+    sp.thin = thin;
+}
+
+/// The side a group may read in place as thin, if any ([`assign_thin`]): the packed operand
+/// whose partner and the inner dimension are thin; of two, the larger.
+fn thin_side(gr: &Group) -> Option<Side> {
+    if gr.kind != GroupKind::ContractionAxis || gr.c_access.is_packed() || gr.k > THIN_MAX_K {
+        return None;
+    }
+    let b = gr.b_access.is_packed() && gr.m <= THIN_MAX_R;
+    let a = gr.a_access.is_packed() && gr.n <= THIN_MAX_R;
+    match (a, b) {
+        (true, true) if gr.m >= gr.n => Some(Side::A),
+        (_, true) => Some(Side::B),
+        (true, false) => Some(Side::A),
+        _ => None,
+    }
+}
+
+/// Each placed block's in-place view for the thin kernel: `k x inner` sub-matrices (B) or
+/// `inner x k` ones (A), `count` along the free side, the runs contiguous; None unless every
+/// block has one with the same `count` and `inner`.
+fn thin_views(
+    places: &[Place],
+    blocks: &[Block],
+    (rows, cols): (&[usize], &[usize]),
+    side: Side,
+) -> Option<Vec<crate::plan::SplitAt>> {
+    let mut views = Vec::with_capacity(places.len());
+    for p in places {
+        let l = &blocks[p.block as usize].layout;
+        let split = match mat_shape(l, rows, cols) {
+            Some(mat) => SplitShape {
+                count: 1,
+                stride: 0,
+                mat,
+            },
+            None => split_shape(l, rows, cols, side == Side::A, 2)?,
+        };
+        let (inner, inner_stride) = match side {
+            Side::A => (split.mat.m, split.mat.rs),
+            Side::B => (split.mat.n, split.mat.cs),
+        };
+        if inner < THIN_MIN_RUN || inner_stride != 1 {
+            return None;
+        }
+        if let Some(v) = views.first() {
+            let v: &crate::plan::SplitAt = v;
+            let first = match side {
+                Side::A => v.split.mat.m,
+                Side::B => v.split.mat.n,
+            };
+            if v.split.count != split.count || first != inner {
+                return None;
+            }
+        }
+        views.push(crate::plan::SplitAt {
+            at: l.offset,
+            split,
+        });
+    }
+    Some(views)
 }

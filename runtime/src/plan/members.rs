@@ -140,5 +140,6 @@ pub(super) fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group 
         packs: [u32::MAX; 3],
         packed_col_major: [false; 3],
         members: u32::MAX,
+        thin: None,
     }
 }

@@ -18,7 +18,7 @@ pub mod step;
 pub use cache::{fingerprint, CacheStats, PlanCache};
 pub use cost::CostModel;
 pub use group::{Access, Group, GroupKind, KernelCounts, Member, Place, Reach, SplitAt};
-pub use layout::Components;
+pub use layout::{Components, THIN_MAX_K, THIN_MAX_R};
 pub use options::{PlanOptions, Policy, TIE};
 pub use step::{plan_step, plan_step_with, OperandPlan, StepPlan};
 
@@ -132,7 +132,7 @@ impl Plan {
             b += p.zero_blocks.len() * 4;
             b += p.packs.approx_bytes() + p.c_pack.len() * 4;
             b += p.members.len() * size_of::<group::Member>() + p.c_offsets.len() * 8;
-            b += p.splits.len() * size_of::<SplitAt>();
+            b += (p.splits.len() + p.thin.len()) * size_of::<SplitAt>();
             // shared with the plans made from this one: counted in each
             b += p.keys.approx_bytes();
             b += p

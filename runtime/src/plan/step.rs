@@ -5,7 +5,8 @@
 use super::family::{choose_family, concat_group, family_kind, Placer};
 use super::group::{Group, GroupKind, Member, SplitAt};
 use super::layout::{
-    assign_output_layout, assign_packs, components, first_writes, scratch_of, Components,
+    assign_output_layout, assign_packs, assign_thin, components, first_writes, scratch_of,
+    Components,
 };
 use super::members::{batch_singles, member_group};
 use super::options::PlanOptions;
@@ -71,6 +72,10 @@ pub struct StepPlan {
     /// The sub-matrices of the members that read an operand block in place as strided
     /// sub-GEMMs ([`Reach::Split`]), one per such member.
     pub splits: Vec<SplitAt>,
+    /// The in-place views of the thin groups' operand blocks ([`Group::thin`]), each a
+    /// block's `k x inner` (B) or `inner x k` (A) sub-matrices, `count` of them along the
+    /// free side.
+    pub thin: Vec<SplitAt>,
     /// Per pair, the ids of its row, contracted and column keys (they depend on block keys
     /// only, so a plan made from this one as a template shares them).
     pub(crate) keys: Arc<Keys>,
@@ -306,6 +311,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
         c_pack: Vec::new(),
         members: Vec::new(),
         splits: Vec::new(),
+        thin: Vec::new(),
         pair_s: Vec::new(),
         keys: ks.clone(),
     };
@@ -355,6 +361,7 @@ fn finish<T: Scalar>(
     for (side, t) in [(Side::A, a), (Side::B, b)] {
         transpose_cache(&groups, &split, &mut sp.operands[side.index()], t, side);
     }
+    assign_thin(sp, &mut groups, [a.blocks(), b.blocks()], model);
     let blocks = [a.blocks(), b.blocks(), &out_blocks];
     assign_packs(sp, &mut groups, blocks, template.map(|t| &t.packs));
     member_records(sp, &mut groups, &split);
