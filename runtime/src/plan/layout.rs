@@ -422,7 +422,7 @@ pub(super) fn member_scratch(g: &Group) -> usize {
 }
 
 /// The most rows (or columns) of the output, and the longest inner dimension, of a
-/// contraction-axis group that reads its other operand in place as thin ([`assign_thin`]):
+/// contraction-axis group that reads its other operand in place as thin (see `assign_thin`):
 /// the small operand, scaled, then fits in [`THIN_MAX_R`] x [`THIN_MAX_K`] registers' worth.
 pub const THIN_MAX_R: usize = 4;
 /// See [`THIN_MAX_R`].

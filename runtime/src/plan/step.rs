@@ -70,7 +70,7 @@ pub struct StepPlan {
     /// is planned.
     pub(crate) pair_s: Vec<f64>,
     /// The sub-matrices of the members that read an operand block in place as strided
-    /// sub-GEMMs ([`Reach::Split`]), one per such member.
+    /// sub-GEMMs ([`Reach::Split`](super::Reach::Split)), one per such member.
     pub splits: Vec<SplitAt>,
     /// The in-place views of the thin groups' operand blocks ([`Group::thin`]), each a
     /// block's `k x inner` (B) or `inner x k` (A) sub-matrices, `count` of them along the

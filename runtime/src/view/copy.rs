@@ -71,7 +71,7 @@ pub struct Axes {
 impl Axes {
     /// Drops unit axes and merges adjacent axes whose strides nest in both views, so loops run
     /// over as few and as long rows as possible; a short innermost row (under
-    /// [`SHORT_ROW`] elements) trades places with the longest axis.
+    /// `SHORT_ROW` elements) trades places with the longest axis.
     pub fn simplified(dims: &[usize], ss: &[isize], ds: &[isize]) -> Axes {
         let mut ax = Axes {
             len: dims.len(),

@@ -11,6 +11,8 @@ use rayon::prelude::*;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+mod in_place;
+
 struct SharedMut<T>(*mut T);
 
 impl<T> SharedMut<T> {
@@ -480,131 +482,6 @@ impl<T: Scalar> Ctx<'_, T> {
                 if let Reach::Packed(op) = mb.c {
                     let mode = copy_mode(self.accum_of(mb.first));
                     sp.packs.scatter(op, sc.as_ptr(), out, mode);
-                }
-            }
-        }
-    }
-
-    /// One member whose operand on `side` is read in place as strided sub-matrices (`a` or
-    /// `b` the first of them, split `i` of the step): one GEMM per sub-matrix, into the
-    /// matching rows (A split) or columns (B split) of `c`.
-    ///
-    /// # Safety
-    /// As [`gemm`]; the split's sub-matrices lie inside the operand's buffer.
-    unsafe fn run_split(
-        &self,
-        c: RawMatMut<T>,
-        accum: Accum,
-        a: RawMat<T>,
-        b: RawMat<T>,
-        side: Side,
-        i: u32,
-    ) {
-        let s = self.sp.splits[i as usize].split;
-        let (cs, k) = (c.shape, a.shape.n);
-        let (sub, step) = match side {
-            Side::A => (MatShape { m: s.mat.m, ..cs }, s.mat.m as isize * cs.rs),
-            Side::B => (MatShape { n: s.mat.n, ..cs }, s.mat.n as isize * cs.cs),
-        };
-        let tiny = tiny_wins(sub.m, sub.n, k);
-        for o in 0..s.count as isize {
-            // SAFETY: sub-matrix `o` of the split operand and its rows or columns of `c` lie
-            // inside their buffers (the plan's split covers the block; `c` is the member's).
-            unsafe {
-                let (mut a, mut b) = (a, b);
-                match side {
-                    Side::A => a.ptr = a.ptr.offset(o * s.stride),
-                    Side::B => b.ptr = b.ptr.offset(o * s.stride),
-                }
-                let c = RawMatMut::new(c.ptr.offset(o * step), sub);
-                if tiny {
-                    tiny_gemm(c, accum, a, b, self.alpha);
-                } else {
-                    self.gemm(c, accum, a, b);
-                }
-            }
-        }
-    }
-
-    /// A thin contraction-axis group ([`Group::thin`]): its operand on `side` read in place,
-    /// one sub-matrix at a time (the plan's views in [`StepPlan::thin`]); per stretch of the
-    /// output those sub-matrices hold, one thin GEMM per contribution on the tiny kernel
-    /// (the stretch stays in L1 between them), the first overwriting when the group's first
-    /// write may. The other operand, small, is packed once if it must be.
-    ///
-    /// # Safety
-    /// `c` (the output's view, in place) and the views lie inside their buffers.
-    unsafe fn run_thin(
-        &self,
-        gr: &Group,
-        side: Side,
-        start: usize,
-        c: *mut T,
-        cv: MatShape,
-        scratch: &mut Vec<T>,
-    ) {
-        let (m, n, k) = (gr.m, gr.n, gr.k);
-        let (other, small_shape) = match side {
-            Side::A => (Side::B, (k, n)),
-            Side::B => (Side::A, (m, k)),
-        };
-        let places = gr.places(side);
-        let views = &self.sp.thin[start..start + places.len()];
-        let small_len = small_shape.0 * small_shape.1;
-        if scratch.len() < small_len {
-            scratch.resize(small_len, T::zero());
-        }
-        // SAFETY: `scratch` holds the small operand's matrix when it is packed.
-        let sm = unsafe { self.concat_operand(gr, other, small_shape, scratch) };
-        let first = self.accum_of(gr.c().iter().all(|p| p.first));
-        let conj = self.sp.geometry.conj_of(side);
-        let big = self.ops[side.index()].data().as_ptr();
-        let inner = match side {
-            Side::A => views[0].split.mat.m,
-            Side::B => views[0].split.mat.n,
-        };
-        for o in 0..views[0].split.count {
-            // the output's stretch for sub-matrix `o`: its columns (B) or rows (A)
-            let (cs, c_at) = match side {
-                Side::B => (MatShape { n: inner, ..cv }, (o * inner) as isize * cv.cs),
-                Side::A => (MatShape { m: inner, ..cv }, (o * inner) as isize * cv.rs),
-            };
-            for (i, (p, v)) in places.iter().zip(views).enumerate() {
-                let at = v.at as isize + o as isize * v.split.stride;
-                // SAFETY: sub-matrix `o` of the block lies inside it (the plan's view), the
-                // small operand's rows (columns) `k0 ..` inside its matrix, the stretch
-                // inside the output block.
-                unsafe {
-                    let x = RawMat::new(big.offset(at), v.split.mat).with_conj(conj);
-                    let (a, b) = match side {
-                        Side::B => {
-                            let s = MatShape {
-                                n: v.split.mat.m,
-                                ..sm.shape
-                            };
-                            let a = RawMat {
-                                ptr: sm.ptr.offset(p.row as isize * sm.shape.cs),
-                                shape: s,
-                                ..sm
-                            };
-                            (a, x)
-                        }
-                        Side::A => {
-                            let s = MatShape {
-                                m: v.split.mat.n,
-                                ..sm.shape
-                            };
-                            let b = RawMat {
-                                ptr: sm.ptr.offset(p.col as isize * sm.shape.rs),
-                                shape: s,
-                                ..sm
-                            };
-                            (x, b)
-                        }
-                    };
-                    let accum = if i == 0 { first } else { Accum::Add };
-                    let cm = RawMatMut::new(c.offset(c_at), cs);
-                    tiny_gemm(cm, accum, a, b, self.alpha);
                 }
             }
         }
