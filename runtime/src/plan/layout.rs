@@ -427,19 +427,21 @@ pub(super) fn member_scratch(g: &Group) -> usize {
 pub const THIN_MAX_R: usize = 4;
 /// See [`THIN_MAX_R`].
 pub const THIN_MAX_K: usize = 16;
-/// The shortest run of a thin group's in-place sub-matrices: each is a kernel call of its
-/// own (about 25 ns), so shorter runs lost to gathering them (measured on the Hubbard MPO
-/// steps, runs of 10-58 elements: step 1 1.6 -> 2.4 ms), while whole blocks (one run of
-/// thousands) won (Heisenberg m = 512 `heff2` step 2: 0.85 -> 0.64 ms).
+/// The shortest run of a thin group's in-place sub-matrices when a block splits into
+/// several: each is a kernel call of its own (about 25 ns), so shorter runs lost to gathering
+/// them (measured on the Hubbard MPO steps, runs of 10-58 elements: step 1 1.6 -> 2.4 ms). A
+/// block read whole is one call, as its gather would be, whatever its length (Heisenberg m =
+/// 512 `heff2` step 2: 0.85 -> 0.64 ms; Hubbard m = 256 `heff2` step 2, blocks of 25-3364
+/// rows: 167-175 -> 143-146 us against runs of 256 or more only).
 const THIN_MIN_RUN: usize = 256;
 
 /// Contraction-axis groups whose output is written in place and whose other two extents are
 /// thin (`m` or `n` at most [`THIN_MAX_R`], `k` at most [`THIN_MAX_K`]: the MPO steps,
 /// `W0 * X` and `Y * W1`) read the big operand's blocks in place instead of gathering them:
 /// each block's view as `count` sub-matrices of contiguous runs along the free side (one when
-/// it fuses), which the executor's thin kernel walks run by run, adding every contribution
-/// before it writes the output once. Chosen when every block of that side has such a view
-/// with the same runs; the group is then priced as moving its big operand and its output
+/// it fuses), which the executor walks one sub-matrix at a time, one thin GEMM per
+/// contribution. Chosen when every block of that side has such a view with the same runs (at
+/// least [`THIN_MIN_RUN`] long when a block splits); the group is then priced as moving its big operand and its output
 /// once at the copy rate (its grouping was decided with the gather priced in, so this only
 /// lowers its price).
 pub(super) fn assign_thin(
@@ -510,7 +512,9 @@ fn thin_views(
             Side::A => (split.mat.m, split.mat.rs),
             Side::B => (split.mat.n, split.mat.cs),
         };
-        if inner < THIN_MIN_RUN || inner_stride != 1 {
+        // a whole block is one call, as its gather would be; split ones need long runs
+        let short = split.count > 1 && inner < THIN_MIN_RUN;
+        if short || (inner_stride != 1 && inner > 1) {
             return None;
         }
         if let Some(v) = views.first() {
