@@ -549,15 +549,27 @@ fn check_split<T: Scalar>(conj: bool) {
         }));
         let alpha = T::from_f64(0.5);
         let (want, _) = contract_dyn(&spec, &ops, alpha, Executor::Dense).unwrap();
-        let wd = want.to_dense().unwrap();
-        for threads in [1, 2] {
-            let (got, _, _) = execute(&plan, &ops, alpha, threads, None).unwrap();
-            let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
-            assert!(
-                d <= 1e-12,
-                "{text}, {threads} threads: relative difference {d}"
-            );
-        }
+        assert_runs_agree(&plan, &ops, alpha, &want, text);
+    }
+}
+
+/// Runs `plan` on 1 and 2 threads and asserts that each result agrees with `want` to 1e-12
+/// (relative, dense).
+fn assert_runs_agree<T: Scalar>(
+    plan: &blockcontract::Plan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    want: &DynTensor<T>,
+    what: &str,
+) {
+    let wd = want.to_dense().unwrap();
+    for threads in [1, 2] {
+        let (got, _, _) = execute(plan, ops, alpha, threads, None).unwrap();
+        let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
+        assert!(
+            d <= 1e-12,
+            "{what}, {threads} threads: relative difference {d}"
+        );
     }
 }
 
@@ -614,15 +626,7 @@ fn check_thin<T: Scalar>(conj: bool) {
             split += sp.thin.iter().filter(|v| v.split.count > 1).count();
             let alpha = T::from_f64(0.5);
             let (want, _) = contract_dyn(&spec, &ops, alpha, Executor::Dense).unwrap();
-            let wd = want.to_dense().unwrap();
-            for threads in [1, 2] {
-                let (got, _, _) = execute(&plan, &ops, alpha, threads, None).unwrap();
-                let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
-                assert!(
-                    d <= 1e-12,
-                    "{text}, {threads} threads: relative difference {d}"
-                );
-            }
+            assert_runs_agree(&plan, &ops, alpha, &want, text);
             // into a target holding the result: the first writes add too
             let plan = blockcontract::plan::build_plan_into(&spec, &ops, &want, &only)
                 .unwrap()
@@ -710,12 +714,7 @@ fn check_col_major<T: Scalar>(conj: bool) {
     );
     let alpha = T::from_f64(0.5);
     let (want, _) = contract_dyn(&spec, &[&x, &w], alpha, Executor::Dense).unwrap();
-    let wd = want.to_dense().unwrap();
-    for threads in [1, 2] {
-        let (got, _, _) = execute(&plan, &[&x, &w], alpha, threads, None).unwrap();
-        let d = common::rel_diff(&got.to_dense().unwrap(), &wd);
-        assert!(d <= 1e-12, "{threads} threads: relative difference {d}");
-    }
+    assert_runs_agree(&plan, &[&x, &w], alpha, &want, "X * W");
     // written into a target whose blocks are (a, v, z) row-major: the output's rows (a, z)
     // run along z there too, so its packed matrix is column-major as well
     let spec = {

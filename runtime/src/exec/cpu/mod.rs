@@ -110,6 +110,25 @@ fn makespan(sp: &StepPlan, threads: usize) -> f64 {
 }
 
 /// A GEMM that faer runs faster on several threads (measured: not for thin or small ones).
+/// A group's scratch for its packed A, B and output (empty where reached in place), the
+/// buffer grown to fit: every element used is written before it is read (packed operands tile
+/// their matrices, packed results are overwritten), so none is zeroed.
+fn scratch_parts<'s, T: Scalar>(gr: &Group, scratch: &'s mut Vec<T>) -> [&'s mut [T]; 3] {
+    let (m, n, k) = (gr.m, gr.n, gr.k);
+    let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
+    let (la, lb, lc) = (
+        need(&gr.a_access, m * k),
+        need(&gr.b_access, k * n),
+        need(&gr.c_access, m * n),
+    );
+    if scratch.len() < la + lb + lc {
+        scratch.resize(la + lb + lc, T::zero());
+    }
+    let (sa, rest) = scratch.split_at_mut(la);
+    let (sb, sc) = rest.split_at_mut(lb);
+    [sa, sb, sc]
+}
+
 fn big_gemm(m: usize, n: usize, k: usize) -> bool {
     m.min(n).min(k) >= 96 && (m as f64) * (n as f64) * (k as f64) >= (1u64 << 21) as f64
 }
@@ -435,18 +454,7 @@ impl<T: Scalar> Ctx<'_, T> {
     unsafe fn run_members(&self, gr: &Group, out: *mut T, scratch: &mut Vec<T>) {
         let sp = self.sp;
         let (m, n, k) = (gr.m, gr.n, gr.k);
-        // every scratch element used is written before it is read: no zeroing
-        let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
-        let (la, lb, lc) = (
-            need(&gr.a_access, m * k),
-            need(&gr.b_access, k * n),
-            need(&gr.c_access, m * n),
-        );
-        if scratch.len() < la + lb + lc {
-            scratch.resize(la + lb + lc, T::zero());
-        }
-        let (sa, rest) = scratch.split_at_mut(la);
-        let (sb, sc) = rest.split_at_mut(lb);
+        let [sa, sb, sc] = scratch_parts(gr, scratch);
         let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
         let members = &sp.members[gr.members as usize..][..gr.pairs.len()];
         for (mb, &pi) in members.iter().zip(&gr.pairs) {
@@ -528,18 +536,7 @@ impl<T: Scalar> Ctx<'_, T> {
             return unsafe { self.run_thin(gr, side, start as usize, out.add(base), c, scratch) };
         }
         let (m, n, k) = (gr.m, gr.n, gr.k);
-        let need = |acc: &Access, len: usize| if acc.is_packed() { len } else { 0 };
-        let (la, lb, lc) = (
-            need(&gr.a_access, m * k),
-            need(&gr.b_access, k * n),
-            need(&gr.c_access, m * n),
-        );
-        // packed operands tile their matrices and packed results are overwritten: no zeroing
-        if scratch.len() < la + lb + lc {
-            scratch.resize(la + lb + lc, T::zero());
-        }
-        let (sa, rest) = scratch.split_at_mut(la);
-        let (sb, sc) = rest.split_at_mut(lb);
+        let [sa, sb, sc] = scratch_parts(gr, scratch);
         // SAFETY: places lie inside the group's matrices; blocks inside their buffers.
         unsafe {
             let am = self.concat_operand(gr, Side::A, (m, k), sa);
