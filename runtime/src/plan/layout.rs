@@ -423,7 +423,8 @@ pub(super) fn member_scratch(g: &Group) -> usize {
 
 /// The most rows (or columns) of the output, and the longest inner dimension, of a
 /// contraction-axis group that reads its other operand in place as thin (see `assign_thin`):
-/// the small operand, scaled, then fits in [`THIN_MAX_R`] x [`THIN_MAX_K`] registers' worth.
+/// each of its contributions is then a thin GEMM the tiny kernel runs in one pass (A's side
+/// also needs `n * k <= 16`, B in registers).
 pub const THIN_MAX_R: usize = 4;
 /// See [`THIN_MAX_R`].
 pub const THIN_MAX_K: usize = 16;
@@ -441,9 +442,9 @@ const THIN_MIN_RUN: usize = 256;
 /// each block's view as `count` sub-matrices of contiguous runs along the free side (one when
 /// it fuses), which the executor walks one sub-matrix at a time, one thin GEMM per
 /// contribution. Chosen when every block of that side has such a view with the same runs (at
-/// least [`THIN_MIN_RUN`] long when a block splits); the group is then priced as moving its big operand and its output
-/// once at the copy rate (its grouping was decided with the gather priced in, so this only
-/// lowers its price).
+/// least [`THIN_MIN_RUN`] long when a block splits); the group is then priced as moving its
+/// big operand and its output once at the copy rate (its grouping was decided with the
+/// gather priced in, so this only lowers its price).
 pub(super) fn assign_thin(
     sp: &mut StepPlan,
     groups: &mut [Group],
@@ -473,13 +474,15 @@ pub(super) fn assign_thin(
 }
 
 /// The side a group may read in place as thin, if any ([`assign_thin`]): the packed operand
-/// whose partner and the inner dimension are thin; of two, the larger.
+/// whose partner and the inner dimension are thin (for A, `n * k <= 16` too: the tiny
+/// kernel's pass down long columns); of two, the larger.
 fn thin_side(gr: &Group) -> Option<Side> {
     if gr.kind != GroupKind::ContractionAxis || gr.c_access.is_packed() || gr.k > THIN_MAX_K {
         return None;
     }
+    // B's side: rows of C from rows of B (any k); A's: B in registers (n * k <= 16)
     let b = gr.b_access.is_packed() && gr.m <= THIN_MAX_R;
-    let a = gr.a_access.is_packed() && gr.n <= THIN_MAX_R;
+    let a = gr.a_access.is_packed() && gr.n <= THIN_MAX_R && gr.n * gr.k <= 16;
     match (a, b) {
         (true, true) if gr.m >= gr.n => Some(Side::A),
         (_, true) => Some(Side::B),
