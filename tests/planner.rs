@@ -785,6 +785,44 @@ fn grouped_calls_never_write_one_block_twice() {
     assert!(counts[GroupKind::Grouped as usize] >= 1);
 }
 
+#[test]
+fn the_cost_model_takes_grouped_calls_on_a_cpu_and_a_device() {
+    // Tiny pairs of different shapes: on a CPU a grouped call is a loop of the same GEMMs
+    // (a tie with singles, broken towards fewer calls); on a device one launch replaces many.
+    let (_, v, _) = spaces();
+    let a = full::<f64>(vec![Leg::out(&v), Leg::inc(&v), Leg::out(&v)], 11);
+    let b = full::<f64>(vec![Leg::out(&v), Leg::inc(&v), Leg::inc(&v)], 12);
+    let spec = ContractionSpec::parse("C[a,c] = A[a,k,l] * B[k,l,c]").unwrap();
+    for model in [
+        blockcontract::CostModel::default(),
+        blockcontract::CostModel::gpu_default(),
+    ] {
+        let mut opts = PlanOptions::only(GroupKind::Grouped);
+        opts.policy = blockcontract::plan::Policy::CostModel;
+        opts.model = model;
+        let forced = build_plan(&spec, &[&a, &b], &PlanOptions::only(GroupKind::Grouped)).unwrap();
+        let chosen = build_plan(&spec, &[&a, &b], &opts).unwrap();
+        let kinds = |p: &blockcontract::plan::Plan| -> Vec<(GroupKind, usize)> {
+            p.steps[0]
+                .plan
+                .groups
+                .iter()
+                .map(|g| (g.kind, g.pairs.len()))
+                .collect()
+        };
+        assert!(
+            kinds(&chosen).iter().any(|&(k, _)| k == GroupKind::Grouped),
+            "{model}: no grouped call"
+        );
+        assert_eq!(kinds(&chosen), kinds(&forced), "{model}");
+        let counts = run_forced(&spec, &[&a, &b], &opts);
+        assert_eq!(
+            counts[GroupKind::Grouped as usize],
+            forced.counts().by_kind[GroupKind::Grouped as usize]
+        );
+    }
+}
+
 /// The one-site effective Hamiltonian, ((L*P)*W)*R, its order given.
 fn heff1_spec() -> ContractionSpec {
     let mut spec =

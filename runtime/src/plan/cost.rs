@@ -62,6 +62,14 @@ impl CostModel {
             + flops / self.peak_rate
             + (m as f64 * k as f64 + k as f64 * n as f64 + 2.0 * m as f64 * n as f64) * self.elem_s
     }
+    /// The fixed cost of a grouped call beyond its members' (each member costs a GEMM with
+    /// `member_s` for the call's overhead): on a device, one launch instead of one per member,
+    /// so the launch less one member's share; on a CPU, where a grouped call is a loop of
+    /// GEMM calls (`member_s` = `call_s`), nothing, so that grouping ties with running the
+    /// members as singles, and the tie goes to fewer calls.
+    pub fn grouped_call_s(&self) -> f64 {
+        (self.call_s - self.member_s).max(0.0)
+    }
     /// Predicted time of one member of a batched group (tiny kernel when small, faer otherwise).
     pub fn batched_member_s(&self, m: usize, n: usize, k: usize) -> f64 {
         if tiny_wins(m, n, k) {

@@ -77,7 +77,7 @@ fn group_singles(sp: &StepPlan, singles: &[u32], opts: &PlanOptions, out: &mut V
     let m = &opts.model;
     for ps in calls {
         let sep: f64 = ps.iter().map(|&p| single_cost(sp, p)).sum();
-        let grouped = m.call_s + sep - ps.len() as f64 * (m.call_s - m.member_s);
+        let grouped = m.grouped_call_s() + sep - ps.len() as f64 * (m.call_s - m.member_s);
         let take = ps.len() > 1
             && match opts.policy {
                 Policy::Always => true,

@@ -170,14 +170,14 @@ pub(super) fn finalize(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
     }
 }
 
-/// Member groups (single, batched, grouped): one call's overhead (a single's is its GEMM's),
-/// plus each member's time and copies.
+/// Member groups (single, batched, grouped): one call's overhead (a single's is its GEMM's,
+/// a grouped call's [`CostModel::grouped_call_s`]), plus each member's time and copies.
 fn price_member_group(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
     let mut packed = 0;
-    let mut t = if gr.kind == GroupKind::Single {
-        0.0
-    } else {
-        model.call_s
+    let mut t = match gr.kind {
+        GroupKind::Single => 0.0,
+        GroupKind::Grouped => model.grouped_call_s(),
+        _ => model.call_s,
     };
     let mut split = 0;
     let mut base = member_base(model, gr.kind, (gr.m, gr.n, gr.k));
