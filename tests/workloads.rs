@@ -1,13 +1,19 @@
 //! Every shipped workload, run on the per-pair reference (and the dense oracle where small),
-//! agrees with the peer's `expected.json` to 1e-10 relative to the norm; malformed files are
-//! rejected with an error naming the field.
+//! agrees with the peer's `expected.json` to 1e-10 relative to the norm; so do the workloads of
+//! other models (`workloads/other`, dumped by `scripts/dump-workloads.sh`), on the planned
+//! executor and the per-pair reference; malformed files are rejected with an error naming the
+//! field.
 
-use blockcontract::workload::{checksum, load_expected, Workload};
+use blockcontract::workload::{checksum, load_expected, Expected, Workload};
 use blockcontract::{Error, Executor};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-fn workload_files() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
+/// The workload files in `workloads/<sub>` (expected.json aside), sorted.
+fn workload_files(sub: &str) -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("workloads")
+        .join(sub);
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -23,29 +29,49 @@ fn workload_files() -> Vec<PathBuf> {
 fn shipped_workloads_match_expected() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
     let expected = load_expected(dir.join("expected.json")).unwrap();
-    let files = workload_files();
+    let files = workload_files("");
     assert_eq!(files.len(), 24, "all 24 shipped workloads present");
     for f in files {
-        let w = Workload::load(&f).unwrap();
-        let e = expected
-            .get(&w.name)
-            .unwrap_or_else(|| panic!("{} missing from expected.json", w.name));
         let mut execs = vec![Executor::Pairwise];
-        if w.name.contains("m64") {
+        if f.to_string_lossy().contains("m64") {
             execs.push(Executor::Dense);
         }
-        for ex in execs {
-            let (r, _) = w.run::<f64>(ex).unwrap();
-            let (n, c) = (r.norm(), checksum(&r));
-            assert!(
-                e.agrees(n, c, 1e-10),
-                "{} on {}: norm {n} vs {}, checksum {c} vs {}",
-                w.name,
-                ex.name(),
-                e.norm,
-                e.checksum
-            );
-        }
+        check_against(&f, &expected, &execs);
+    }
+}
+
+#[test]
+fn other_models_match_tenpy_on_the_planned_and_the_pairwise_executor() {
+    // transverse-field Ising (Z2), spin-1, Bose-Hubbard, J1-J2, a width-4 cylinder at m = 380
+    // to 512, and the Heisenberg and Hubbard chains at m = 1024: block structures the
+    // shipped files do not have
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/other");
+    let expected = load_expected(dir.join("expected.json")).unwrap();
+    let files = workload_files("other");
+    assert_eq!(files.len(), 21, "all 21 workloads of other models present");
+    for f in files {
+        check_against(&f, &expected, &[Executor::Planned, Executor::Pairwise]);
+    }
+}
+
+/// Runs workload `f` on each executor and compares its result with `expected` (1e-10 of the
+/// norm).
+fn check_against(f: &Path, expected: &HashMap<String, Expected>, execs: &[Executor]) {
+    let w = Workload::load(f).unwrap();
+    let e = expected
+        .get(&w.name)
+        .unwrap_or_else(|| panic!("{} missing from expected.json", w.name));
+    for &ex in execs {
+        let (r, _) = w.run::<f64>(ex).unwrap();
+        let (n, c) = (r.norm(), checksum(&r));
+        assert!(
+            e.agrees(n, c, 1e-10),
+            "{} on {}: norm {n} vs {}, checksum {c} vs {}",
+            w.name,
+            ex.name(),
+            e.norm,
+            e.checksum
+        );
     }
 }
 
