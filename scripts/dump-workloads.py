@@ -37,11 +37,13 @@ def make_model(name, L):
         from tenpy.models.tf_ising import TFIChain
         m = TFIChain({'L': L, 'J': 1., 'g': 1., 'conserve': 'parity', 'bc_MPS': 'finite'})
         return m, ['up'] * L, 'transverse-field Ising chain J=1 g=1, parity conserved (Z2)'
-    if name == 'spin1':
+    if name in ('spin1', 'heisenberg'):
         from tenpy.models.spins import SpinChain
-        m = SpinChain({'L': L, 'S': 1., 'Jx': 1., 'Jy': 1., 'Jz': 1., 'conserve': 'Sz',
+        spin = 1. if name == 'spin1' else .5
+        m = SpinChain({'L': L, 'S': spin, 'Jx': 1., 'Jy': 1., 'Jz': 1., 'conserve': 'Sz',
                        'bc_MPS': 'finite'})
-        return m, ['up', 'down'] * (L // 2), 'S=1 Heisenberg chain, Sz conserved (U1, 2*Sz)'
+        return m, ['up', 'down'] * (L // 2), ('S=%g Heisenberg chain, Sz conserved (U1, 2*Sz)'
+                                              % spin)
     if name == 'bosehub':
         from tenpy.models.hubbard import BoseHubbardChain
         m = BoseHubbardChain({'L': L, 't': 1., 'U': 4., 'n_max': 3, 'conserve': 'N',
@@ -59,11 +61,6 @@ def make_model(name, L):
                        'bc_y': 'cylinder'})
         n = m.lat.N_sites
         return m, ['up', 'down'] * (n // 2), 'S=1/2 Heisenberg, width-4 square cylinder (U1)'
-    if name == 'heisenberg':
-        from tenpy.models.spins import SpinChain
-        m = SpinChain({'L': L, 'S': 0.5, 'Jx': 1., 'Jy': 1., 'Jz': 1., 'conserve': 'Sz',
-                       'bc_MPS': 'finite'})
-        return m, ['up', 'down'] * (L // 2), 'S=1/2 Heisenberg chain, Sz conserved (U1, 2*Sz)'
     if name == 'hubbard':
         from tenpy.models.hubbard import FermiHubbardChain
         m = FermiHubbardChain({'L': L, 't': 1., 'U': 4., 'mu': 0., 'cons_N': 'N',
