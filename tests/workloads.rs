@@ -9,11 +9,13 @@ use blockcontract::{Error, Executor};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// The workload files in `workloads/<sub>` (expected.json aside), sorted.
-fn workload_files(sub: &str) -> Vec<PathBuf> {
+/// The workload files in `workloads/<sub>` (expected.json aside), sorted, and that folder's
+/// `expected.json`.
+fn workloads_in(sub: &str) -> (Vec<PathBuf>, HashMap<String, Expected>) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("workloads")
         .join(sub);
+    let expected = load_expected(dir.join("expected.json")).unwrap();
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -22,14 +24,12 @@ fn workload_files(sub: &str) -> Vec<PathBuf> {
         })
         .collect();
     v.sort();
-    v
+    (v, expected)
 }
 
 #[test]
 fn shipped_workloads_match_expected() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads");
-    let expected = load_expected(dir.join("expected.json")).unwrap();
-    let files = workload_files("");
+    let (files, expected) = workloads_in("");
     assert_eq!(files.len(), 24, "all 24 shipped workloads present");
     for f in files {
         let mut execs = vec![Executor::Pairwise];
@@ -45,9 +45,7 @@ fn other_models_match_tenpy_on_the_planned_and_the_pairwise_executor() {
     // transverse-field Ising (Z2), spin-1, Bose-Hubbard, J1-J2, a width-4 cylinder at m = 380
     // to 512, and the Heisenberg and Hubbard chains at m = 1024: block structures the
     // shipped files do not have
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("workloads/other");
-    let expected = load_expected(dir.join("expected.json")).unwrap();
-    let files = workload_files("other");
+    let (files, expected) = workloads_in("other");
     assert_eq!(files.len(), 21, "all 21 workloads of other models present");
     for f in files {
         check_against(&f, &expected, &[Executor::Planned, Executor::Pairwise]);
