@@ -110,6 +110,26 @@ fn bond(
     Ok(Arc::new(Space::block(sym, &list)?))
 }
 
+/// The two factors of `t = left * right` joined by the new bond `b`: `left` on the row legs
+/// then `b` (out), `right` on `b` (in) then the column legs, sector `i` of `b` holding
+/// `kept[i]` columns of `lm[i]` and rows of `rm[i]` (the matrices of `t`'s sector `secs[i]`);
+/// `(lq, rq)` the factors' total charges. The one place SVD, QR and LQ build their results.
+fn split_factors<T: Scalar>(
+    t: &DynTensor<T>,
+    (rows, cols): (&[usize], &[usize]),
+    (secs, kept): (&[&Sector], &[usize]),
+    b: &Arc<Space>,
+    (lm, rm): (&[MatRef<'_, T>], &[MatRef<'_, T>]),
+    (lq, rq): (Charge, Charge),
+) -> Result<(DynTensor<T>, DynTensor<T>)> {
+    let rb: Vec<_> = secs.iter().map(|s| &s.rows).collect();
+    let cb: Vec<_> = secs.iter().map(|s| &s.cols).collect();
+    let (out, inc) = (Leg::out(b), Leg::inc(b));
+    let left = factor(t.legs(), rows, &rb, lm, kept, &out, BondAt::Last, lq)?;
+    let right = factor(t.legs(), cols, &cb, rm, kept, &inc, BondAt::First, rq)?;
+    Ok((left, right))
+}
+
 /// A diagonal `In`/`Out` tensor on `bond` with `values[i]` in sector `i`.
 fn diagonal<T: Scalar>(bond: &Arc<Space>, values: &[Vec<f64>]) -> Result<DynTensor<T>> {
     let sym = bond.symmetry().clone();
@@ -191,27 +211,13 @@ fn svd_here<T: Scalar>(
     let us: Vec<MatRef<'_, T>> = live.iter().map(|&i| parts[i].0.as_ref()).collect();
     let vhs: Vec<Mat<T>> = live.iter().map(|&i| adjoint(parts[i].2.as_ref())).collect();
     let vhr: Vec<MatRef<'_, T>> = vhs.iter().map(|m| m.as_ref()).collect();
-    let rb: Vec<_> = lsecs.iter().map(|s| &s.rows).collect();
-    let cb: Vec<_> = lsecs.iter().map(|s| &s.cols).collect();
-    let u = factor(
-        t.legs(),
-        rows,
-        &rb,
-        &us,
-        &lkept,
-        &Leg::out(&b),
-        BondAt::Last,
-        sym.zero(),
-    )?;
-    let vh = factor(
-        t.legs(),
-        cols,
-        &cb,
-        &vhr,
-        &lkept,
-        &Leg::inc(&b),
-        BondAt::First,
-        t.charge().clone(),
+    let (u, vh) = split_factors(
+        t,
+        (rows, cols),
+        (&lsecs, &lkept),
+        &b,
+        (&us, &vhr),
+        (sym.zero(), t.charge().clone()),
     )?;
     let vals: Vec<Vec<f64>> = live
         .iter()
@@ -266,48 +272,7 @@ fn qr_here<T: Scalar>(
     rows: &[usize],
     cols: &[usize],
 ) -> Result<(DynTensor<T>, DynTensor<T>)> {
-    check_groups(t.rank(), rows, cols)?;
-    let secs = sectors(t, rows, cols, false);
-    let live: Vec<&Sector> = secs
-        .iter()
-        .filter(|s| s.rows.dim.min(s.cols.dim) > 0)
-        .collect();
-    let mut qs = Vec::new();
-    let mut rs = Vec::new();
-    for s in &live {
-        let m = dense(t, rows, cols, s);
-        let f = m.as_ref().qr();
-        qs.push(f.compute_thin_Q());
-        rs.push(f.thin_R().to_owned());
-    }
-    let kept: Vec<usize> = live.iter().map(|s| s.rows.dim.min(s.cols.dim)).collect();
-    let sym = t.symmetry();
-    let b = bond(sym, &live, &kept, |q| sym.neg(q))?;
-    let qr_: Vec<MatRef<'_, T>> = qs.iter().map(|m| m.as_ref()).collect();
-    let rr: Vec<MatRef<'_, T>> = rs.iter().map(|m| m.as_ref()).collect();
-    let rb: Vec<_> = live.iter().map(|s| &s.rows).collect();
-    let cb: Vec<_> = live.iter().map(|s| &s.cols).collect();
-    let q = factor(
-        t.legs(),
-        rows,
-        &rb,
-        &qr_,
-        &kept,
-        &Leg::out(&b),
-        BondAt::Last,
-        sym.zero(),
-    )?;
-    let r = factor(
-        t.legs(),
-        cols,
-        &cb,
-        &rr,
-        &kept,
-        &Leg::inc(&b),
-        BondAt::First,
-        t.charge().clone(),
-    )?;
-    Ok((q, r))
+    triangular_split(t, rows, cols, false)
 }
 
 /// `t = l * q` with `q` an isometry on the column legs (rows orthonormal per sector).
@@ -325,54 +290,58 @@ fn lq_here<T: Scalar>(
     rows: &[usize],
     cols: &[usize],
 ) -> Result<(DynTensor<T>, DynTensor<T>)> {
+    triangular_split(t, rows, cols, true)
+}
+
+/// QR (`lq` false: the isometry on the row legs, carrying no charge) or LQ (the isometry on
+/// the column legs), per coupled sector, each sector keeping min(rows, columns) states.
+fn triangular_split<T: Scalar>(
+    t: &DynTensor<T>,
+    rows: &[usize],
+    cols: &[usize],
+    lq: bool,
+) -> Result<(DynTensor<T>, DynTensor<T>)> {
     check_groups(t.rank(), rows, cols)?;
     let secs = sectors(t, rows, cols, false);
     let live: Vec<&Sector> = secs
         .iter()
         .filter(|s| s.rows.dim.min(s.cols.dim) > 0)
         .collect();
-    let mut ls = Vec::new();
-    let mut qs = Vec::new();
+    let mut lefts = Vec::new();
+    let mut rights = Vec::new();
     for s in &live {
-        // M^H = Q' R'  =>  M = R'^H Q'^H
-        let mh = adjoint(dense(t, rows, cols, s).as_ref());
-        let f = mh.as_ref().qr();
-        ls.push(adjoint(f.thin_R()));
-        qs.push(adjoint(f.compute_thin_Q().as_ref()));
+        let m = dense(t, rows, cols, s);
+        if lq {
+            // M^H = Q' R'  =>  M = R'^H Q'^H
+            let f = adjoint(m.as_ref()).as_ref().qr();
+            lefts.push(adjoint(f.thin_R()));
+            rights.push(adjoint(f.compute_thin_Q().as_ref()));
+        } else {
+            let f = m.as_ref().qr();
+            lefts.push(f.compute_thin_Q());
+            rights.push(f.thin_R().to_owned());
+        }
     }
     let kept: Vec<usize> = live.iter().map(|s| s.rows.dim.min(s.cols.dim)).collect();
     let sym = t.symmetry();
     let tq = t.charge().clone();
+    // the bond carries the charge of the factor on the columns' side
     let b = bond(sym, &live, &kept, |q| {
+        if !lq {
+            return sym.neg(q);
+        }
         let mut c = tq.clone();
         sym.add_signed(&mut c, -1, q);
         c
     })?;
-    let lr: Vec<MatRef<'_, T>> = ls.iter().map(|m| m.as_ref()).collect();
-    let qr_: Vec<MatRef<'_, T>> = qs.iter().map(|m| m.as_ref()).collect();
-    let rb: Vec<_> = live.iter().map(|s| &s.rows).collect();
-    let cb: Vec<_> = live.iter().map(|s| &s.cols).collect();
-    let l = factor(
-        t.legs(),
-        rows,
-        &rb,
-        &lr,
-        &kept,
-        &Leg::out(&b),
-        BondAt::Last,
-        tq.clone(),
-    )?;
-    let q = factor(
-        t.legs(),
-        cols,
-        &cb,
-        &qr_,
-        &kept,
-        &Leg::inc(&b),
-        BondAt::First,
-        sym.zero(),
-    )?;
-    Ok((l, q))
+    let lm: Vec<MatRef<'_, T>> = lefts.iter().map(|m| m.as_ref()).collect();
+    let rm: Vec<MatRef<'_, T>> = rights.iter().map(|m| m.as_ref()).collect();
+    let charges = if lq {
+        (tq, sym.zero())
+    } else {
+        (sym.zero(), tq)
+    };
+    split_factors(t, (rows, cols), (&live, &kept), &b, (&lm, &rm), charges)
 }
 
 /// The eigendecomposition of a Hermitian `t` (`cols` the duals of `rows`, in order; charge
