@@ -116,25 +116,9 @@ impl Dist {
         } else {
             CostModel::default()
         };
-        let mut v = [
-            m.call_s,
-            m.tiny_call_s,
-            m.tiny_rate,
-            m.peak_rate,
-            m.elem_s,
-            m.pack_elem_s,
-            m.member_s,
-        ];
+        let mut v = m.to_array();
         comm.process_at_rank(0).broadcast_into(&mut v[..]);
-        let model = CostModel {
-            call_s: v[0],
-            tiny_call_s: v[1],
-            tiny_rate: v[2],
-            peak_rate: v[3],
-            elem_s: v[4],
-            pack_elem_s: v[5],
-            member_s: v[6],
-        };
+        let model = CostModel::from_array(v);
         Ok(Dist {
             comm,
             cost,

@@ -161,16 +161,7 @@ impl CostModel {
             pack_elem_s: c.pack_elem_s,
             member_s: c.member_s,
         };
-        let fields = [
-            m.call_s,
-            m.tiny_call_s,
-            m.tiny_rate,
-            m.peak_rate,
-            m.elem_s,
-            m.pack_elem_s,
-            m.member_s,
-        ];
-        if fields.iter().any(|x| !x.is_finite() || *x < 0.0) || m.peak_rate <= 0.0 {
+        if m.to_array().iter().any(|x| !x.is_finite() || *x < 0.0) || m.peak_rate <= 0.0 {
             return Err(bad(path, "a constant is negative or not finite"));
         }
         Ok(m)

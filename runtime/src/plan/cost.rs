@@ -39,6 +39,32 @@ impl Default for CostModel {
 }
 
 impl CostModel {
+    /// The constants in one fixed order (call, tiny call, tiny rate, peak rate, stream, pack,
+    /// grouped member): the order they are hashed, checked and sent between ranks in.
+    pub fn to_array(&self) -> [f64; 7] {
+        [
+            self.call_s,
+            self.tiny_call_s,
+            self.tiny_rate,
+            self.peak_rate,
+            self.elem_s,
+            self.pack_elem_s,
+            self.member_s,
+        ]
+    }
+    /// The model whose [`Self::to_array`] is `v`.
+    pub fn from_array(v: [f64; 7]) -> Self {
+        let [call_s, tiny_call_s, tiny_rate, peak_rate, elem_s, pack_elem_s, member_s] = v;
+        CostModel {
+            call_s,
+            tiny_call_s,
+            tiny_rate,
+            peak_rate,
+            elem_s,
+            pack_elem_s,
+            member_s,
+        }
+    }
     /// GPU constants before calibration on a device: a 5 us launch, f64 GEMM at 50 TFLOP/s,
     /// 3 TB/s memory (what `CudaDevice::cost_model` measures replaces them).
     pub fn gpu_default() -> CostModel {
@@ -108,5 +134,25 @@ impl std::fmt::Display for CostModel {
             self.pack_elem_s * 1e9,
             self.member_s * 1e9
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_constants_round_trip_through_their_array_in_field_order() {
+        let m = CostModel {
+            call_s: 1.0,
+            tiny_call_s: 2.0,
+            tiny_rate: 3.0,
+            peak_rate: 4.0,
+            elem_s: 5.0,
+            pack_elem_s: 6.0,
+            member_s: 7.0,
+        };
+        assert_eq!(m.to_array(), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        assert_eq!(CostModel::from_array(m.to_array()), m);
     }
 }

@@ -90,16 +90,7 @@ impl PlanOptions {
         }
         let mut f = crate::hash::Fx::default();
         f.write(h | ((self.policy == Policy::Always) as u64) << 8);
-        let m = &self.model;
-        for x in [
-            m.call_s,
-            m.tiny_call_s,
-            m.tiny_rate,
-            m.peak_rate,
-            m.elem_s,
-            m.pack_elem_s,
-            m.member_s,
-        ] {
+        for x in self.model.to_array() {
             f.write(x.to_bits());
         }
         f.finish()
