@@ -38,15 +38,7 @@ impl<T: Scalar> DynTensor<T> {
     /// grows); none is lost.
     pub fn write_from(&mut self, src: &Self, accum: Accum, names: &[String]) -> Result<()> {
         self.check_same_legs(src, names)?;
-        let missing: Vec<BlockKey> = src
-            .blocks()
-            .iter()
-            .filter(|b| self.find_block(&b.key).is_none())
-            .map(|b| b.key.clone())
-            .collect();
-        if !missing.is_empty() {
-            self.grow(missing);
-        }
+        self.cover(src);
         if accum == Accum::Replace {
             self.data_mut().iter_mut().for_each(|x| *x = T::zero());
         }
@@ -59,8 +51,22 @@ impl<T: Scalar> DynTensor<T> {
         Ok(())
     }
 
+    /// Adds a zero block for each block of `src` this tensor lacks (the buffer grows), keeping
+    /// every existing value and layout: afterwards every block of `src` has a place here.
+    pub(crate) fn cover(&mut self, src: &Self) {
+        let missing: Vec<BlockKey> = src
+            .blocks()
+            .iter()
+            .filter(|b| self.find_block(&b.key).is_none())
+            .map(|b| b.key.clone())
+            .collect();
+        if !missing.is_empty() {
+            self.grow(missing);
+        }
+    }
+
     /// Adds zero blocks for `keys`, keeping every existing value and layout.
-    pub(crate) fn grow(&mut self, keys: Vec<BlockKey>) {
+    fn grow(&mut self, keys: Vec<BlockKey>) {
         let (legs, sym, charge, blocks, data) = self.parts();
         let mut data = data.to_vec();
         let mut all: Vec<Block> = blocks.to_vec();

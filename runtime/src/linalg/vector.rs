@@ -2,7 +2,7 @@
 //! tensors. Two tensors combine when they have the same legs and charge; blocks one lacks
 //! count as zero (and `axpy` grows the blocks the target lacks).
 
-use crate::block::{BlockKey, DynTensor};
+use crate::block::DynTensor;
 use crate::error::Result;
 use crate::hash::generate;
 use crate::kernel::{dot_conj, project_out};
@@ -38,15 +38,7 @@ impl<T: Scalar> DynTensor<T> {
             }
             return Ok(());
         }
-        let missing: Vec<BlockKey> = x
-            .blocks()
-            .iter()
-            .filter(|b| self.find_block(&b.key).is_none())
-            .map(|b| b.key.clone())
-            .collect();
-        if !missing.is_empty() {
-            self.grow(missing);
-        }
+        self.cover(x);
         for b in x.blocks() {
             let Some(i) = self.find_block(&b.key) else {
                 continue;
