@@ -2,7 +2,7 @@
 //! block), contraction-axis groups (one per output block), or singles, by predicted time.
 
 use super::cost::CostModel;
-use super::group::{Access, Group, GroupKind, Place};
+use super::group::{Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::{batch_member_cost, single_cost};
 use super::step::{Keys, StepPlan};
@@ -282,28 +282,8 @@ pub(super) fn concat_group(
         }
         flops += pr.flops();
     }
-    let mut g = Group {
-        kind,
-        pairs: ps.to_vec(),
-        m,
-        n,
-        k,
-        place_list: Vec::new(),
-        ends: [0; 2],
-        a_access: Access::Packed,
-        b_access: Access::Packed,
-        c_access: Access::Packed,
-        flops,
-        wasted_flops: 2.0 * m as f64 * n as f64 * k as f64 - flops,
-        packed_elems: 0,
-        predicted_s: 0.0,
-        split_members: 0,
-        uncoalesced_s: 0.0,
-        packs: [u32::MAX; 3],
-        packed_col_major: [false; 3],
-        members: u32::MAX,
-        thin: None,
-    };
+    let mut g = Group::new(kind, ps.to_vec(), [m, n, k], flops);
+    g.wasted_flops = 2.0 * m as f64 * n as f64 * k as f64 - flops;
     g.set_places([&a, &b, &c]);
     pl.places = [a, b, c];
     g

@@ -196,6 +196,34 @@ pub struct Group {
 }
 
 impl Group {
+    /// A group of `kind` over `pairs` with GEMM extents `[m, n, k]` and `flops` useful flops:
+    /// no places yet, every operand packed, nothing priced, copied or read in place (the
+    /// planner's later passes set those).
+    pub(crate) fn new(kind: GroupKind, pairs: Vec<u32>, [m, n, k]: [usize; 3], flops: f64) -> Self {
+        Group {
+            kind,
+            pairs,
+            m,
+            n,
+            k,
+            place_list: Vec::new(),
+            ends: [0; 2],
+            a_access: Access::Packed,
+            b_access: Access::Packed,
+            c_access: Access::Packed,
+            flops,
+            wasted_flops: 0.0,
+            packed_elems: 0,
+            predicted_s: 0.0,
+            split_members: 0,
+            uncoalesced_s: 0.0,
+            packs: [u32::MAX; 3],
+            packed_col_major: [false; 3],
+            members: u32::MAX,
+            thin: None,
+        }
+    }
+
     /// Whether the group runs its pairs as separate member GEMMs (single, batched, grouped).
     pub fn is_members(&self) -> bool {
         matches!(

@@ -1,6 +1,6 @@
 //! Singles of one shape as batched calls; the singles left as grouped calls.
 
-use super::group::{Access, Group, GroupKind, Place};
+use super::group::{Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::{member_base, member_cost, single_cost};
 use super::step::StepPlan;
@@ -120,26 +120,9 @@ pub(super) fn member_group(sp: &StepPlan, ps: &[u32], kind: GroupKind) -> Group 
         place_list.extend(ps.iter().map(|&p| place(side(&sp.pairs[p as usize]))));
     }
     let n = ps.len() as u32;
-    Group {
-        kind,
-        pairs: ps.to_vec(),
-        m: pr0.m,
-        n: pr0.n,
-        k: pr0.k,
-        place_list,
-        ends: [n, 2 * n],
-        a_access: Access::Packed,
-        b_access: Access::Packed,
-        c_access: Access::Packed,
-        flops: ps.iter().map(|&p| sp.pairs[p as usize].flops()).sum(),
-        wasted_flops: 0.0,
-        packed_elems: 0,
-        predicted_s: 0.0,
-        split_members: 0,
-        uncoalesced_s: 0.0,
-        packs: [u32::MAX; 3],
-        packed_col_major: [false; 3],
-        members: u32::MAX,
-        thin: None,
-    }
+    let flops = ps.iter().map(|&p| sp.pairs[p as usize].flops()).sum();
+    let mut g = Group::new(kind, ps.to_vec(), [pr0.m, pr0.n, pr0.k], flops);
+    g.place_list = place_list;
+    g.ends = [n, 2 * n];
+    g
 }
