@@ -656,6 +656,75 @@ fn check_thin<T: Scalar>(conj: bool) {
     );
 }
 
+/// A thin group is priced as what it runs: one tiny-kernel call per contribution and
+/// sub-matrix of the big operand, and one pass over the big operand and the output at the
+/// streaming rate (`elem_s`, the big operand being read from memory), not at the in-cache
+/// copy rate. Checked by moving one constant at a time (the groups are forced, so the plans
+/// differ only in their prices): whole blocks and blocks split into runs.
+#[test]
+fn thin_groups_are_priced_by_their_calls_and_one_streaming_pass() {
+    use blockcontract::step::Side;
+    use blockcontract::CostModel;
+    let base = PlanOptions::only(GroupKind::ContractionAxis);
+    let with = |f: &dyn Fn(&mut CostModel)| {
+        let mut o = base;
+        f(&mut o.model);
+        o
+    };
+    let more_stream = with(&|m| m.elem_s *= 3.0);
+    let more_calls = with(&|m| m.tiny_call_s *= 3.0);
+    let more_copy = with(&|m| m.pack_elem_s *= 3.0);
+    let mut split_seen = false;
+    for shorts in [[1, 1, 1], [1, 2, 1]] {
+        let (x, small) = mpo_intermediate::<f64>([2, 300, 3], shorts, 2, false, 17);
+        let w = full::<f64>(
+            vec![Leg::out(&small), Leg::out(&small), Leg::inc(&small)],
+            18,
+        );
+        let spec = ContractionSpec::parse("Y[v,a,z] = W[w,t,v] * X[a,w,t,z]").unwrap();
+        let plan_with = |o: &PlanOptions| build_plan(&spec, &[&w, &x], o).unwrap();
+        let plans = [&base, &more_stream, &more_calls, &more_copy].map(plan_with);
+        let steps: Vec<_> = plans.iter().map(|p| &p.steps[0].plan).collect();
+        let mut thin_seen = 0;
+        for (i, g) in steps[0].groups.iter().enumerate() {
+            let Some((side, start)) = g.thin else {
+                continue;
+            };
+            thin_seen += 1;
+            assert_eq!(side, Side::B);
+            let places = g.places(side).len();
+            let count = steps[0].thin[start as usize].split.count;
+            split_seen |= count > 1;
+            let calls = (places * count) as f64;
+            let elems = (g.n * (g.k + g.m)) as f64;
+            let p = |s: usize| steps[s].groups[i].predicted_s;
+            let m = &base.model;
+            let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * b.abs().max(1e-12);
+            assert!(
+                close(p(1) - p(0), elems * 2.0 * m.elem_s),
+                "{shorts:?}: a pass over {elems} elements at the streaming rate: {} vs {}",
+                p(1) - p(0),
+                elems * 2.0 * m.elem_s
+            );
+            assert!(
+                close(p(2) - p(0), calls * 2.0 * m.tiny_call_s),
+                "{shorts:?}: {calls} tiny-kernel calls: {} vs {}",
+                p(2) - p(0),
+                calls * 2.0 * m.tiny_call_s
+            );
+            // only the small operand's gather, if any, is a copy
+            assert!(
+                close(p(3) - p(0), g.packed_elems as f64 * 2.0 * m.pack_elem_s),
+                "{shorts:?}: copies {} vs {}",
+                p(3) - p(0),
+                g.packed_elems as f64 * 2.0 * m.pack_elem_s
+            );
+        }
+        assert!(thin_seen > 0, "{shorts:?}: no thin group");
+    }
+    assert!(split_seen, "no thin group read as several sub-matrices");
+}
+
 /// Concatenating groups that pack blocks whose rows run along their last axis (the MPO
 /// steps' shape: X[a,w,t,z] read as (a,z) x (w,t), w and t a few long) pack them column-major,
 /// so that the copies move rows of z elements instead of a few (w,t) at a time (and so is an

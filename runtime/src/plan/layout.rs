@@ -442,9 +442,13 @@ const THIN_MIN_RUN: usize = 256;
 /// each block's view as `count` sub-matrices of contiguous runs along the free side (one when
 /// it fuses), which the executor walks one sub-matrix at a time, one thin GEMM per
 /// contribution. Chosen when every block of that side has such a view with the same runs (at
-/// least [`THIN_MIN_RUN`] long when a block splits); the group is then priced as moving its
-/// big operand and its output once at the copy rate (its grouping was decided with the
-/// gather priced in, so this only lowers its price).
+/// least [`THIN_MIN_RUN`] long when a block splits); the group is then priced as what the
+/// executor does: one tiny-kernel call per contribution and sub-matrix, and one pass over its
+/// big operand and its output at the streaming rate, the big operand being the previous
+/// step's output, read from memory. Over the 1638 thin groups of the 30 `heff` workloads
+/// (shipped and `workloads/other/`), explain's measured times were 3.0x their prediction
+/// when priced as one pass at the in-cache copy rate, and 1.16x priced so (1.09x on those
+/// moving over 20000 elements). The grouping was decided with the gather priced in.
 pub(super) fn assign_thin(
     sp: &mut StepPlan,
     groups: &mut [Group],
@@ -462,13 +466,17 @@ pub(super) fn assign_thin(
             continue;
         };
         gr.thin = Some((side, thin.len() as u32));
+        let calls = views.len() * views.first().map_or(0, |v| v.split.count);
         thin.extend(views);
         let (big, small) = match side {
             Side::A => (gr.m, gr.n),
             Side::B => (gr.n, gr.m),
         };
         gr.packed_elems = gr.packed_elems.saturating_sub(big * gr.k);
-        gr.predicted_s = model.call_s + model.pack_s(big * (gr.k + small) + gr.packed_elems);
+        gr.predicted_s = model.call_s
+            + calls as f64 * model.tiny_call_s
+            + (big * (gr.k + small)) as f64 * model.elem_s
+            + model.pack_s(gr.packed_elems);
     }
     sp.thin = thin;
 }
