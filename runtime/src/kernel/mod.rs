@@ -46,12 +46,54 @@ impl<T> RawMat<T> {
     pub fn with_conj(self, conj: Conj) -> Self {
         RawMat { conj, ..self }
     }
+    /// Rows `i0..i1` (within the view).
+    pub fn rows(self, i0: usize, i1: usize) -> Self {
+        RawMat {
+            ptr: self.ptr.wrapping_offset(i0 as isize * self.shape.rs),
+            shape: MatShape {
+                m: i1 - i0,
+                ..self.shape
+            },
+            ..self
+        }
+    }
+    /// Columns `j0..j1` (within the view).
+    pub fn cols(self, j0: usize, j1: usize) -> Self {
+        RawMat {
+            ptr: self.ptr.wrapping_offset(j0 as isize * self.shape.cs),
+            shape: MatShape {
+                n: j1 - j0,
+                ..self.shape
+            },
+            ..self
+        }
+    }
 }
 
 impl<T> RawMatMut<T> {
     /// An output view.
     pub fn new(ptr: *mut T, shape: MatShape) -> Self {
         RawMatMut { ptr, shape }
+    }
+    /// Rows `i0..i1` (within the view).
+    pub fn rows(self, i0: usize, i1: usize) -> Self {
+        RawMatMut {
+            ptr: self.ptr.wrapping_offset(i0 as isize * self.shape.rs),
+            shape: MatShape {
+                m: i1 - i0,
+                ..self.shape
+            },
+        }
+    }
+    /// Columns `j0..j1` (within the view).
+    pub fn cols(self, j0: usize, j1: usize) -> Self {
+        RawMatMut {
+            ptr: self.ptr.wrapping_offset(j0 as isize * self.shape.cs),
+            shape: MatShape {
+                n: j1 - j0,
+                ..self.shape
+            },
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use crate::plan::{Access, Group, GroupKind, KernelCounts, Reach, StepPlan};
 use crate::scalar::Scalar;
 use crate::step::Side;
 use crate::view::{for_each_pair, CopyMode, Layout, MatShape, MAX_RANK};
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -58,14 +58,18 @@ enum Split {
     Gemms(usize),
 }
 
-/// The predicted time a step must save before its components run on several threads. Waking
-/// the pool's threads and joining them cost far more than a GEMM call on the 2-vCPU machines
-/// this was measured on (`examples/threads_ratio`, 2 threads over 1 alternating in one
-/// process): with any step above 100 us going parallel, the Hubbard m = 256 heff1 (steps
-/// predicted at 210-240 us, saving half of that) ran 1.2-1.6x slower on 2 threads and the
-/// Heisenberg m = 128 heff1 and heff2 up to 1.36x; asking for 300 us still left the
-/// Heisenberg m = 256 heff2 at 1.24-1.27x; from 600 us every heff workload ran at 0.73-1.03x.
-const PARALLEL_MIN_GAIN_S: f64 = 600e-6;
+/// The predicted time a step must save before its components run on several threads (and
+/// the least a step must take before its large GEMMs are split). The calling thread starts on
+/// the components at once and the pool's threads join when they wake ([`share_out`]), so a
+/// step gains about its saving less a wake-up (tens of microseconds on the 2-vCPU machines
+/// this was measured on). `examples/threads_ratio` (2 threads over 1, alternating in one
+/// process), three runs per value on the shipped workloads: from 600 us only the m = 512
+/// rows went parallel (Hubbard m = 512 heff1 stayed at 1.00); at 300 us the Hubbard m = 256
+/// heff2 and m = 512 heff1 ran at 0.60-0.84 and no row above 1.02; at 150 us the Hubbard
+/// m = 128 heff2 ran at 1.05-1.07. (Before the caller took part, when a step waited for a
+/// pool thread to wake, 600 us was needed and the Heisenberg m = 512 gemm still ran at
+/// 1.0-1.25.)
+const PARALLEL_MIN_GAIN_S: f64 = 300e-6;
 
 /// Threads pay only on enough work: across components when spreading them saves enough
 /// predicted time ([`makespan`]), else inside the large GEMMs (faer splits GEMMs well only when
@@ -83,6 +87,86 @@ fn split(sp: &StepPlan, threads: usize) -> Split {
         Split::Sequential
     }
 }
+
+/// Runs `work(i)` for every `i < n`, each once, on the calling thread and on `helpers` tasks
+/// of `pool`, each taking the next index when free; returns when all have run. The caller
+/// starts at once and never waits for a helper to wake: one that wakes late finds the indices
+/// taken and does nothing. (With the work handed to the pool instead, a sleeping pool thread
+/// on the 2-vCPU machines this was measured on often woke only after the other had run every
+/// component, and 2 threads ran the Heisenberg m = 512 `gemm` at 1.1-1.3x the time of 1.)
+/// A panic in `work` reaches the caller once no helper runs `work` any more.
+fn share_out(pool: &rayon::ThreadPool, helpers: usize, n: usize, work: &(dyn Fn(usize) + Sync)) {
+    let shared = Arc::new(Shared {
+        next: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+        panic: Mutex::new(None),
+    });
+    // SAFETY: only the lifetime is erased. A helper calls `work` only for an index it claimed
+    // below `n`, and counts it done after the call; the caller returns only once all `n` are
+    // done, after which every claim is at least `n`.
+    let erased: *const (dyn Fn(usize) + Sync + 'static) =
+        unsafe { std::mem::transmute(work as *const (dyn Fn(usize) + Sync + '_)) };
+    for _ in 0..helpers {
+        let (s, w) = (shared.clone(), Erased(erased));
+        pool.spawn(move || {
+            let w = w;
+            // SAFETY: dereferenced only for a claimed index (see above).
+            s.take_all(n, |i| unsafe { (*w.0)(i) });
+        });
+    }
+    // the caller's loop ends once every index is claimed; wait for those still running
+    shared.take_all(n, work);
+    while shared.done.load(Ordering::Acquire) < n {
+        std::thread::yield_now();
+    }
+    let panic = shared
+        .panic
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(p) = panic {
+        std::panic::resume_unwind(p);
+    }
+}
+
+/// The state [`share_out`]'s caller and helpers share: the next index to claim, how many are
+/// done, and the first panic (after which the indices left are claimed and skipped).
+struct Shared {
+    next: AtomicUsize,
+    done: AtomicUsize,
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+impl Shared {
+    /// Claims indices below `n` until none is left, running each (skipping it once a run
+    /// panicked) and counting it done after.
+    fn take_all(&self, n: usize, f: impl Fn(usize)) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                return;
+            }
+            let failed = self
+                .panic
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_some();
+            if !failed {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(i)));
+                if let Err(p) = r {
+                    let mut g = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+                    g.get_or_insert(p);
+                }
+            }
+            self.done.fetch_add(1, Ordering::Release);
+        }
+    }
+}
+
+/// A lifetime-erased pointer to [`share_out`]'s work, sent to its helpers.
+struct Erased(*const (dyn Fn(usize) + Sync + 'static));
+// SAFETY: the pointee is `Sync`; when it may be used is [`share_out`]'s contract.
+unsafe impl Send for Erased {}
 
 /// A component's predicted time.
 fn component_s(sp: &StepPlan, c: &[u32]) -> f64 {
@@ -129,8 +213,28 @@ fn scratch_parts<'s, T: Scalar>(gr: &Group, scratch: &'s mut Vec<T>) -> [&'s mut
     [sa, sb, sc]
 }
 
+/// A GEMM's three views, shared by the threads that run its panels.
+#[derive(Clone, Copy)]
+struct Views<T>(RawMatMut<T>, RawMat<T>, RawMat<T>);
+// SAFETY: the threads read the operands and write disjoint panels of the output.
+unsafe impl<T: Sync> Sync for Views<T> {}
+
+/// The bounds of the panels a GEMM's output is cut into along a side of `len` for `threads`
+/// threads: two per thread where each keeps at least [`PANEL_MIN`] (a thread that starts
+/// late then finds work left), else one per thread; bounds on multiples of 8.
+fn panels(len: usize, threads: usize) -> Vec<usize> {
+    let count = (2 * threads).min(len / PANEL_MIN).max(threads);
+    let mut b: Vec<usize> = (0..count).map(|i| (len * i / count) & !7).collect();
+    b.push(len);
+    b.dedup();
+    b
+}
+
+/// The shortest side a GEMM panel keeps (as [`big_gemm`]'s).
+const PANEL_MIN: usize = 96;
+
 fn big_gemm(m: usize, n: usize, k: usize) -> bool {
-    m.min(n).min(k) >= 96 && (m as f64) * (n as f64) * (k as f64) >= (1u64 << 21) as f64
+    m.min(n).min(k) >= PANEL_MIN && (m as f64) * (n as f64) * (k as f64) >= (1u64 << 21) as f64
 }
 
 /// Runs one planned step into `out` (`out_len` elements). With `Accum::Replace` the output
@@ -180,37 +284,31 @@ pub fn run_step<T: Scalar>(
         _ => None,
     };
     if let Some(pool) = parallel {
-        // longest first, one task each (a thread takes the next when free, so a component
+        // longest first, one at a time (a thread takes the next when free, so a component
         // that runs longer than priced does not hold the others back), each with a scratch
         // buffer from the spares
         let order = longest_first(sp);
-        pool.install(|| {
-            order.par_iter().with_max_len(1).for_each(|&c| {
-                let mut scratch = super::pool::take::<T>(sp.scratch_elems);
-                for &gi in &sp.components[c] {
-                    // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
-                    unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), &mut scratch) };
-                }
-                super::pool::give(scratch);
-            });
-        });
+        let work = |i: usize| {
+            let mut scratch = super::pool::take::<T>(sp.scratch_elems);
+            for &gi in &sp.components[order[i]] {
+                // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
+                unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), &mut scratch) };
+            }
+            super::pool::give(scratch);
+        };
+        share_out(&pool, threads - 1, order.len(), &work);
     } else {
         let mut scratch = super::pool::take::<T>(sp.scratch_elems);
-        let mut run = || {
-            for gr in &sp.groups {
-                // the clock is read only when asked for: a read costs about as much as a
-                // small group
-                let t0 = times.is_some().then(Instant::now);
-                // SAFETY: `out` holds `out_len` elements and no other thread writes it.
-                unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
-                if let (Some(t), Some(t0)) = (times.as_deref_mut(), t0) {
-                    t.push(t0.elapsed().as_secs_f64());
-                }
+        for gr in &sp.groups {
+            // the clock is read only when asked for: a read costs about as much as a small
+            // group
+            let t0 = times.is_some().then(Instant::now);
+            // SAFETY: `out` holds `out_len` elements and no other thread writes it (a large
+            // GEMM split over threads writes disjoint panels of it).
+            unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
+            if let (Some(t), Some(t0)) = (times.as_deref_mut(), t0) {
+                t.push(t0.elapsed().as_secs_f64());
             }
-        };
-        match (how, pool(threads)) {
-            (Split::Gemms(_), Some(p)) => p.install(run),
-            _ => run(),
         }
         super::pool::give(scratch);
     }
@@ -441,13 +539,31 @@ impl<T: Scalar> Ctx<'_, T> {
             return unsafe { tiny_gemm(c, accum, a, b, self.alpha) };
         }
         let (m, n, k) = (c.shape.m, c.shape.n, a.shape.n);
-        let par = if big_gemm(m, n, k) {
-            self.par
-        } else {
-            Par::Seq
+        let pool = match self.par {
+            Par::Threads(t) if t > 1 && big_gemm(m, n, k) => pool(t).map(|p| (t, p)),
+            _ => None,
         };
-        // SAFETY: forwarded from the caller.
-        unsafe { gemm_par(c, accum, a, b, self.alpha, par) }
+        let Some((threads, pool)) = pool else {
+            // SAFETY: forwarded from the caller.
+            return unsafe { gemm_par(c, accum, a, b, self.alpha, Par::Seq) };
+        };
+        // panels of the output along its longer side, each one sequential GEMM, shared by
+        // this thread and the pool's ([`share_out`]: none waits for another to wake)
+        let panels = panels(m.max(n), threads);
+        let views = &Views(c, a, b);
+        let work = |i: usize| {
+            let Views(c, a, b) = *views;
+            let (c, a, b) = if n >= m {
+                let (j0, j1) = (panels[i], panels[i + 1]);
+                (c.cols(j0, j1), a, b.cols(j0, j1))
+            } else {
+                let (i0, i1) = (panels[i], panels[i + 1]);
+                (c.rows(i0, i1), a.rows(i0, i1), b)
+            };
+            // SAFETY: forwarded from the caller; the panels are disjoint parts of `c`.
+            unsafe { gemm_par(c, accum, a, b, self.alpha, Par::Seq) }
+        };
+        share_out(&pool, threads - 1, panels.len() - 1, &work);
     }
 
     /// Single, batched and grouped groups: one GEMM (or tiny kernel) per member.
@@ -596,5 +712,127 @@ mod tests {
             assert!(one.data() == two.data(), "{name}: 2 threads differ from 1");
         }
         assert!(parallel_steps > 0, "no step ran its components in parallel");
+    }
+
+    /// A step whose one group holds large GEMMs (the transverse-field Ising m = 380 `gemm`:
+    /// two 361 x 364 x 180 blocks) splits each into output panels over 2 threads; the result
+    /// is the 1-thread result (each element is one panel's, summed over the same k in the
+    /// same order).
+    #[test]
+    fn large_gemms_split_into_panels_give_the_one_thread_result() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workloads/other/tfi_m380_gemm.json"
+        );
+        let opts = PlanOptions {
+            model: CostModel::default(),
+            ..PlanOptions::default()
+        };
+        let w = Workload::load(path).unwrap();
+        let ops = w.build_operands::<f64>().unwrap();
+        let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+        let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
+        assert_eq!(split(&plan.steps[0].plan, 2), Split::Gemms(2));
+        let (one, _, _) = execute(&plan, &refs, 1.0, 1, None).unwrap();
+        let (two, _, _) = execute(&plan, &refs, 1.0, 2, None).unwrap();
+        let scale = one.data().iter().fold(0.0f64, |m, x| m.max(x.abs()));
+        let worst = one
+            .data()
+            .iter()
+            .zip(two.data())
+            .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
+        assert!(worst <= 1e-13 * scale, "2 threads differ from 1 by {worst}");
+    }
+
+    /// Panel bounds cover the side in increasing steps on multiples of 8, two per thread
+    /// when each keeps [`PANEL_MIN`], else one per thread.
+    #[test]
+    fn panels_cover_the_side() {
+        for (len, threads, count) in [
+            (96, 2, 2),
+            (229, 2, 2),
+            (364, 2, 3),
+            (1024, 2, 4),
+            (1024, 3, 6),
+        ] {
+            let b = panels(len, threads);
+            assert_eq!(b.len() - 1, count, "{len} on {threads}");
+            assert_eq!((b[0], b[count]), (0, len));
+            assert!(b.windows(2).all(|w| w[0] < w[1]));
+            assert!(b[..count].iter().all(|x| x % 8 == 0));
+        }
+    }
+
+    /// `share_out` runs every index once, on the caller and the pool's threads, and returns
+    /// while the pool's only thread is busy elsewhere (the caller runs everything then: it
+    /// never waits for a helper to start); the helper's task, run later, does nothing.
+    #[test]
+    fn shared_work_runs_each_index_once_and_never_waits_for_a_helper_to_start() {
+        use std::sync::atomic::AtomicU32;
+        use std::sync::mpsc;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .unwrap();
+        // the pool's thread idle: indices shared, each run once
+        let runs: Vec<AtomicU32> = (0..64).map(|_| AtomicU32::new(0)).collect();
+        let work = |i: usize| {
+            runs[i].fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        };
+        share_out(&pool, 1, runs.len(), &work);
+        assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1));
+        // the pool's thread blocked until after share_out returns
+        let (release, blocked) = mpsc::channel::<()>();
+        let (started, is_blocked) = mpsc::channel::<()>();
+        pool.spawn(move || {
+            started.send(()).unwrap();
+            blocked.recv().unwrap();
+        });
+        is_blocked.recv().unwrap();
+        let ran_by: Mutex<Vec<std::thread::ThreadId>> = Mutex::new(Vec::new());
+        let work = |_: usize| ran_by.lock().unwrap().push(std::thread::current().id());
+        let (finished, is_finished) = mpsc::channel();
+        let returned = std::thread::scope(|sc| {
+            sc.spawn(|| {
+                share_out(&pool, 1, 16, &work);
+                finished.send(std::thread::current().id()).unwrap();
+            });
+            let r = is_finished.recv_timeout(std::time::Duration::from_secs(30));
+            // released either way, so that a share_out that waits for the helper ends too
+            release.send(()).unwrap();
+            r
+        });
+        let caller = returned.expect("share_out waited for the busy pool thread");
+        let ran_by = ran_by.into_inner().unwrap();
+        assert_eq!(ran_by.len(), 16);
+        assert!(ran_by.iter().all(|&t| t == caller));
+        // the late helper task ran, found nothing, and the pool still works
+        pool.install(|| ());
+    }
+
+    /// A panic in the work reaches `share_out`'s caller after every index is accounted for;
+    /// the indices after it are skipped, none runs twice.
+    #[test]
+    fn a_panic_in_shared_work_reaches_the_caller() {
+        use std::sync::atomic::AtomicU32;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let runs: Vec<AtomicU32> = (0..40).map(|_| AtomicU32::new(0)).collect();
+        let work = |i: usize| {
+            runs[i].fetch_add(1, Ordering::Relaxed);
+            if i == 5 {
+                panic!("index 5");
+            }
+        };
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            share_out(&pool, 2, runs.len(), &work)
+        }));
+        let p = r.expect_err("the panic is passed on");
+        assert_eq!(p.downcast_ref::<&str>(), Some(&"index 5"));
+        assert_eq!(runs[5].load(Ordering::Relaxed), 1);
+        assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) <= 1));
     }
 }
