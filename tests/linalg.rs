@@ -210,7 +210,8 @@ fn check_qr_lq<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-fn check_eigh<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+/// A random Hermitian tensor `x + x^dagger` of rank 2 or 4, with its row and column legs.
+fn hermitian<T: Scalar>(seed: u64, sym: usize) -> (DynTensor<T>, Vec<usize>, Vec<usize>) {
     let mut rng = common::Rng(seed);
     let s = common::symmetry(sym);
     let r = 1 + rng.below(2);
@@ -242,6 +243,11 @@ fn check_eigh<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
         .unwrap();
     let rows: Vec<usize> = (0..r).collect();
     let cols: Vec<usize> = (r..2 * r).collect();
+    (h, rows, cols)
+}
+
+fn check_eigh<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+    let (h, rows, cols) = hermitian::<T>(seed, sym);
     let e = eigh(&h, &rows, &cols).unwrap();
     // dense eigenvalues
     let m = matricize(&h, &rows, &cols);
@@ -275,7 +281,10 @@ fn check_eigh<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
     a1[n - 1] = "k".into();
     let mut b1 = labels("j", n);
     b1[n - 1] = "l".into();
-    let out: Vec<String> = labels("i", r).into_iter().chain(labels("j", r)).collect();
+    let out: Vec<String> = labels("i", rows.len())
+        .into_iter()
+        .chain(labels("j", rows.len()))
+        .collect();
     let spec = ContractionSpec::parse(&format!(
         "H[{}] = V[{}] * D[k,l] * conj(W)[{}]",
         out.join(","),
@@ -617,4 +626,31 @@ fn bad_factorization_input_gets_typed_errors() {
         eigh(&t, &[0], &cols),
         Err(Error::InvalidLegs { .. } | Error::ChargeMismatch { .. })
     ));
+}
+
+/// The factorizations on 3 threads (sectors side by side) give the 1-thread results bit for
+/// bit: each sector is the same sequential faer call.
+#[test]
+fn factorizations_on_several_threads_equal_one_thread() {
+    fn all<T: Scalar>(seed: u64, sym: usize) -> Vec<Vec<T>> {
+        let (t, rows, cols) = case::<T>(seed, sym);
+        let f = svd(&t, &rows, &cols, &Truncation::new(usize::MAX, 0.0)).unwrap();
+        let (q, r) = qr(&t, &rows, &cols).unwrap();
+        let (l, k) = lq(&t, &rows, &cols).unwrap();
+        let (h, hr, hc) = hermitian::<T>(seed, sym);
+        let e = eigh(&h, &hr, &hc).unwrap();
+        [&f.u, &f.s, &f.vh, &q, &r, &l, &k, &e.v, &e.d]
+            .iter()
+            .map(|x| x.data().to_vec())
+            .collect()
+    }
+    for seed in 0..40u64 {
+        let sym = seed as usize;
+        blockcontract::linalg::set_threads(1);
+        let one = (all::<f64>(seed, sym), all::<Complex64>(seed, sym));
+        blockcontract::linalg::set_threads(3);
+        let three = (all::<f64>(seed, sym), all::<Complex64>(seed, sym));
+        blockcontract::linalg::set_threads(1);
+        assert!(one == three, "seed {seed}: 3 threads differ from 1");
+    }
 }

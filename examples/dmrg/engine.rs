@@ -52,6 +52,9 @@ pub struct Dmrg<'m> {
     pub lanczos_steps: usize,
     /// Of those, the ones followed by a pass against the whole Krylov basis.
     pub lanczos_full_passes: usize,
+    /// Threads for the effective Hamiltonian and the environment updates (the
+    /// factorizations' are set with `linalg::set_threads`).
+    pub threads: usize,
 }
 
 impl<'m> Dmrg<'m> {
@@ -84,6 +87,7 @@ impl<'m> Dmrg<'m> {
             updates: 0,
             lanczos_steps: 0,
             lanczos_full_passes: 0,
+            threads: 1,
         };
         for i in (1..l).rev() {
             d.update_right(i)?;
@@ -97,7 +101,8 @@ impl<'m> Dmrg<'m> {
         let r = self.right[i].as_ref().ok_or_else(|| missing("right", i))?;
         let b = &self.mps[i];
         let w = &self.model.w;
-        let rn = contract!(rn[a, w0, ap] := ((b[a, s, x] * r[x, w1, xp]) * w[w0, w1, sp, s]) * conj(b)[ap, sp, xp])?;
+        let threads = self.threads;
+        let rn = contract!(rn[a, w0, ap] := ((b[a, s, x] * r[x, w1, xp]) * w[w0, w1, sp, s]) * conj(b)[ap, sp, xp]; threads = threads)?;
         self.right[i - 1] = Some(rn);
         self.phases.environments += t0.elapsed().as_secs_f64();
         Ok(())
@@ -109,7 +114,8 @@ impl<'m> Dmrg<'m> {
         let l = self.left[i].as_ref().ok_or_else(|| missing("left", i))?;
         let a = &self.mps[i];
         let w = &self.model.w;
-        let ln = contract!(ln[x, w1, xp] := ((l[y, w0, yp] * a[y, s, x]) * w[w0, w1, sp, s]) * conj(a)[yp, sp, xp])?;
+        let threads = self.threads;
+        let ln = contract!(ln[x, w1, xp] := ((l[y, w0, yp] * a[y, s, x]) * w[w0, w1, sp, s]) * conj(a)[yp, sp, xp]; threads = threads)?;
         self.left[i + 1] = Some(ln);
         self.phases.environments += t0.elapsed().as_secs_f64();
         Ok(())
@@ -139,7 +145,7 @@ impl<'m> Dmrg<'m> {
         let w = &self.model.w;
         let heff = |x: &DynTensor<f64>| -> Result<DynTensor<f64>, Error> {
             let mut y = x.zeros_like();
-            contract!(y[xp, t1, t2, yp] = (w[v, u, t2, s2] * (w[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans)?;
+            contract!(y[xp, t1, t2, yp] = (w[v, u, t2, s2] * (w[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans, threads = self.threads)?;
             Ok(y)
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;

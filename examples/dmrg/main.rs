@@ -28,7 +28,7 @@ struct Args {
     /// Sweeps per stage, comma separated (the last repeats for the remaining stages).
     #[arg(long, default_value = "2,2")]
     sweeps: String,
-    /// Threads for the dense factorizations.
+    /// Threads: the contractions' (components and large GEMMs side by side) and the factorizations' (sectors side by side).
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// Lanczos reorthogonalisation: `partial` (when the basis's estimated loss of
@@ -94,6 +94,7 @@ fn run(args: &Args) -> Result<(), Error> {
     let reortho = reorthogonalization(&args.reorthogonalize)?;
     let mut dmrg = engine::Dmrg::new(&model, args.l)?;
     dmrg.lanczos.reorthogonalization = reortho;
+    dmrg.threads = args.threads;
     let mut total = dmrg.phases.environments;
     let (mut energy, mut apps, mut count) = (f64::NAN, 0usize, 0usize);
     for (&chi, &n) in chis.iter().zip(&sweeps) {

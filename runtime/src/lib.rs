@@ -3,7 +3,7 @@
 //! and its executors.
 //!
 //! The modules are layers, in the order a contraction passes through them; each uses only
-//! those before it: `error`, `scalar`, `hash` -> `symmetry` -> `view` -> `kernel` ->
+//! those before it: `error`, `scalar`, `hash`, `threads` -> `symmetry` -> `view` -> `kernel` ->
 //! `block` -> `spec` -> `step` -> `plan` -> `exec` -> `macro_support`, `workload`, `linalg`,
 //! `dist` (distributed execution over MPI, feature `mpi`).
 #![warn(missing_docs)]
@@ -26,6 +26,7 @@ pub mod scalar;
 pub mod spec;
 pub mod step;
 pub mod symmetry;
+mod threads;
 pub mod view;
 pub mod workload;
 

@@ -18,6 +18,7 @@ use crate::scalar::{monomorphic, Scalar};
 use crate::symmetry::{Charge, Leg, Space, Symmetry};
 use faer::{Mat, MatRef};
 use std::sync::Arc;
+use std::sync::Mutex;
 
 /// How an SVD is truncated: at most `max_dim` singular values over all sectors together, and
 /// none below `cutoff` times the largest (TeNPy's `chi_max` and `svd_min` on a normalised
@@ -93,6 +94,40 @@ fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
         what: what.into(),
         reason: format!("{e:?}"),
     }
+}
+
+/// `f` on every sector, the results in sector order (the first error in that order is
+/// returned): side by side on [`set_threads`](super::set_threads)'s threads, largest first,
+/// when it gave several.
+fn per_sector<S: std::borrow::Borrow<Sector> + Sync, R: Send>(
+    secs: &[S],
+    f: impl Fn(&Sector) -> Result<R> + Sync,
+) -> Result<Vec<R>> {
+    let threads = super::threads();
+    if threads < 2 || secs.len() < 2 {
+        return secs.iter().map(|s| f(s.borrow())).collect();
+    }
+    let cost = |s: &Sector| {
+        let (m, n) = (s.rows.dim as f64, s.cols.dim as f64);
+        m * n * m.min(n)
+    };
+    let mut order: Vec<usize> = (0..secs.len()).collect();
+    order.sort_by(|&x, &y| cost(secs[y].borrow()).total_cmp(&cost(secs[x].borrow())));
+    let slots: Vec<Mutex<Option<Result<R>>>> = secs.iter().map(|_| Mutex::new(None)).collect();
+    crate::threads::for_each(threads, secs.len(), &|i| {
+        let j = order[i];
+        let r = f(secs[j].borrow());
+        *slots[j].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                // every index runs once (a panic would have reached us instead)
+                .unwrap_or_else(|| Err(failed("factorization", "a sector did not run")))
+        })
+        .collect()
 }
 
 /// The new bond: one sector per sector of `t` that keeps something, charge `charge(q)`.
@@ -187,20 +222,20 @@ fn svd_here<T: Scalar>(
     check_groups(t.rank(), rows, cols)?;
     trunc.check()?;
     let secs = sectors(t, rows, cols, false);
-    let mut parts: Vec<(Mat<T>, Vec<f64>, Mat<T>)> = Vec::with_capacity(secs.len());
-    let mut all: Vec<(f64, usize)> = Vec::new();
-    for (si, s) in secs.iter().enumerate() {
-        let m = dense(t, rows, cols, s);
+    let parts: Vec<(Mat<T>, Vec<f64>, Mat<T>)> = per_sector(&secs, |s| {
         if s.rows.dim == 0 || s.cols.dim == 0 {
-            parts.push((Mat::zeros(0, 0), Vec::new(), Mat::zeros(0, 0)));
-            continue;
+            return Ok((Mat::zeros(0, 0), Vec::new(), Mat::zeros(0, 0)));
         }
+        let m = dense(t, rows, cols, s);
         let f = m.as_ref().thin_svd().map_err(|e| failed("svd", e))?;
         let vals: Vec<f64> = (0..f.S().dim())
             .map(|i| f.S().column_vector()[i].re())
             .collect();
-        all.extend(vals.iter().map(|&v| (v, si)));
-        parts.push((f.U().to_owned(), vals, f.V().to_owned()));
+        Ok((f.U().to_owned(), vals, f.V().to_owned()))
+    })?;
+    let mut all: Vec<(f64, usize)> = Vec::new();
+    for (si, p) in parts.iter().enumerate() {
+        all.extend(p.1.iter().map(|&v| (v, si)));
     }
     let (kept, discarded_weight) = truncate(&mut all, secs.len(), trunc);
     let live: Vec<usize> = (0..secs.len()).filter(|&i| kept[i] > 0).collect();
@@ -307,21 +342,19 @@ fn triangular_split<T: Scalar>(
         .iter()
         .filter(|s| s.rows.dim.min(s.cols.dim) > 0)
         .collect();
-    let mut lefts = Vec::new();
-    let mut rights = Vec::new();
-    for s in &live {
+    let (lefts, rights): (Vec<Mat<T>>, Vec<Mat<T>>) = per_sector(&live, |s| {
         let m = dense(t, rows, cols, s);
-        if lq {
+        Ok(if lq {
             // M^H = Q' R'  =>  M = R'^H Q'^H
             let f = adjoint(m.as_ref()).as_ref().qr();
-            lefts.push(adjoint(f.thin_R()));
-            rights.push(adjoint(f.compute_thin_Q().as_ref()));
+            (adjoint(f.thin_R()), adjoint(f.compute_thin_Q().as_ref()))
         } else {
             let f = m.as_ref().qr();
-            lefts.push(f.compute_thin_Q());
-            rights.push(f.thin_R().to_owned());
-        }
-    }
+            (f.compute_thin_Q(), f.thin_R().to_owned())
+        })
+    })?
+    .into_iter()
+    .unzip();
     let kept: Vec<usize> = live.iter().map(|s| s.rows.dim.min(s.cols.dim)).collect();
     let sym = t.symmetry();
     let tq = t.charge().clone();
@@ -378,9 +411,7 @@ fn eigh_here<T: Scalar>(t: &DynTensor<T>, rows: &[usize], cols: &[usize]) -> Res
     }
     let secs = sectors(t, rows, cols, true);
     let live: Vec<&Sector> = secs.iter().filter(|s| s.rows.dim > 0).collect();
-    let mut vs = Vec::new();
-    let mut vals = Vec::new();
-    for s in &live {
+    let (vs, vals): (Vec<Mat<T>>, Vec<Vec<f64>>) = per_sector(&live, |s| {
         let m = dense(t, rows, cols, s);
         let (scale, asym) = hermitian_defect(m.as_ref());
         if asym > 1e-10 * scale.max(f64::MIN_POSITIVE.sqrt()) {
@@ -393,13 +424,13 @@ fn eigh_here<T: Scalar>(t: &DynTensor<T>, rows: &[usize], cols: &[usize]) -> Res
             .as_ref()
             .self_adjoint_eigen(faer::Side::Lower)
             .map_err(|e| failed("eigh", e))?;
-        vals.push(
-            (0..f.S().dim())
-                .map(|i| f.S().column_vector()[i].re())
-                .collect::<Vec<f64>>(),
-        );
-        vs.push(f.U().to_owned());
-    }
+        let vals: Vec<f64> = (0..f.S().dim())
+            .map(|i| f.S().column_vector()[i].re())
+            .collect();
+        Ok((f.U().to_owned(), vals))
+    })?
+    .into_iter()
+    .unzip();
     let kept: Vec<usize> = live.iter().map(|s| s.rows.dim).collect();
     let b = bond(sym, &live, &kept, |q| sym.neg(q))?;
     let vr: Vec<MatRef<'_, T>> = vs.iter().map(|m| m.as_ref()).collect();
