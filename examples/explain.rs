@@ -58,6 +58,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             t.len()
         );
     }
+    for (i, st) in plan.steps.iter().enumerate() {
+        println!(
+            "step {i} with --threads 2: {}",
+            blockcontract::exec::threads_of(&st.plan, 2)
+        );
+    }
     print!("{}", plan.explain_with(Some(&times), rows));
     // what the CUDA executor would launch, planned with the GPU's default constants
     let gpu = build_plan(

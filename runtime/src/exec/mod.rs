@@ -16,7 +16,7 @@ pub(crate) mod pool;
 pub use pool::release_buffers;
 pub mod reference;
 
-pub use cpu::run_step;
+pub use cpu::{run_step, threads_of};
 
 use crate::block::{zeroed_buffer, DynTensor};
 use crate::error::{Error, Result};

@@ -49,9 +49,45 @@ enum Split {
 /// 1.0-1.25.)
 const PARALLEL_MIN_GAIN_S: f64 = 300e-6;
 
+/// How the CPU executor runs step `sp` on `threads` threads, and why, in one line (the cost
+/// model's predicted times): for `explain`.
+pub fn threads_of(sp: &StepPlan, threads: usize) -> String {
+    let total: f64 = sp.groups.iter().map(|g| g.predicted_s).sum();
+    let us = |s: f64| format!("{:.0} us", s * 1e6);
+    let min = us(PARALLEL_MIN_GAIN_S);
+    let spread = match sp.components.len() {
+        1 => "one component, nothing to spread".to_string(),
+        c => format!(
+            "spreading the {c} components would save {}, under {min}",
+            us(total - makespan(sp, threads))
+        ),
+    };
+    match split(sp, threads) {
+        _ if threads < 2 => "one thread".into(),
+        Split::Components => format!(
+            "{} components side by side on {threads} threads: predicted {} -> {}",
+            sp.components.len(),
+            us(total),
+            us(makespan(sp, threads))
+        ),
+        Split::Gemms(n) => {
+            format!("groups in order, large GEMMs cut into output panels on {n} threads ({spread})")
+        }
+        Split::Sequential if total < PARALLEL_MIN_GAIN_S => {
+            format!(
+                "one thread: predicted {}, under the {min} a step must save",
+                us(total)
+            )
+        }
+        Split::Sequential => {
+            format!("one thread: {spread}, and no GEMM is large on every side")
+        }
+    }
+}
+
 /// Threads pay only on enough work: across components when spreading them saves enough
-/// predicted time ([`makespan`]), else inside the large GEMMs (faer splits GEMMs well only when
-/// every dimension is large).
+/// predicted time ([`makespan`]), else inside the large GEMMs (cut into output panels: only
+/// GEMMs large on every side gain, [`big_gemm`]).
 fn split(sp: &StepPlan, threads: usize) -> Split {
     let total: f64 = sp.groups.iter().map(|g| g.predicted_s).sum();
     if threads < 2 || total < PARALLEL_MIN_GAIN_S {
@@ -640,6 +676,47 @@ mod tests {
             .zip(two.data())
             .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()));
         assert!(worst <= 1e-13 * scale, "2 threads differ from 1 by {worst}");
+    }
+
+    /// `threads_of` names each decision with its numbers: one thread below the threshold,
+    /// components side by side, GEMMs in panels (the shipped m = 512 `heff2`, the TFI `gemm`
+    /// and a small Heisenberg workload, planned with the fixed default constants).
+    #[test]
+    fn threads_of_says_what_runs_where_and_why() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/");
+        let opts = PlanOptions {
+            model: CostModel::default(),
+            ..PlanOptions::default()
+        };
+        let mut seen = Vec::new();
+        for name in [
+            "heisenberg_u1_m64_heff1",
+            "hubbard_u1u1_m512_heff2",
+            "other/tfi_m380_gemm",
+        ] {
+            let w = Workload::load(format!("{dir}{name}.json")).unwrap();
+            let ops = w.build_operands::<f64>().unwrap();
+            let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+            let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
+            for st in &plan.steps {
+                let line = threads_of(&st.plan, 2);
+                let want = match split(&st.plan, 2) {
+                    Split::Components => "components side by side on 2 threads: predicted",
+                    Split::Gemms(_) => "large GEMMs cut into output panels on 2 threads",
+                    Split::Sequential => "one thread: ",
+                };
+                assert!(line.contains(want), "{name}: {line}");
+                // the predicted times behind a decision (a step of one component has none)
+                if st.plan.components.len() > 1 {
+                    assert!(line.contains(" us"), "{name}: {line}");
+                }
+                assert_eq!(threads_of(&st.plan, 1), "one thread");
+                seen.push(split(&st.plan, 2));
+            }
+        }
+        assert!(seen.contains(&Split::Sequential));
+        assert!(seen.contains(&Split::Components));
+        assert!(seen.contains(&Split::Gemms(2)));
     }
 
     /// Panel bounds cover the side in increasing steps on multiples of 8, two per thread
