@@ -499,27 +499,19 @@ impl<T: Scalar> Ctx<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::split::tests::shipped;
     use super::*;
     use crate::exec::execute;
-    use crate::plan::{build_plan, CostModel, PlanOptions};
-    use crate::workload::Workload;
 
     /// Shipped m = 512 workloads, planned with the fixed default constants: some step spreads
     /// its components over 2 threads, and the result is the 1-thread result bit for bit (each
     /// output block is written by one component, in plan order).
     #[test]
     fn components_on_two_threads_give_the_one_thread_result() {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/");
-        let opts = PlanOptions {
-            model: CostModel::default(),
-            ..PlanOptions::default()
-        };
         let mut parallel_steps = 0;
         for name in ["heisenberg_u1_m512_heff1", "hubbard_u1u1_m512_heff2"] {
-            let w = Workload::load(format!("{dir}{name}.json")).unwrap();
-            let ops = w.build_operands::<f64>().unwrap();
+            let (ops, plan) = shipped(name);
             let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
-            let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
             parallel_steps += plan
                 .steps
                 .iter()
@@ -538,18 +530,8 @@ mod tests {
     /// same order).
     #[test]
     fn large_gemms_split_into_panels_give_the_one_thread_result() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../workloads/other/tfi_m380_gemm.json"
-        );
-        let opts = PlanOptions {
-            model: CostModel::default(),
-            ..PlanOptions::default()
-        };
-        let w = Workload::load(path).unwrap();
-        let ops = w.build_operands::<f64>().unwrap();
+        let (ops, plan) = shipped("other/tfi_m380_gemm");
         let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
-        let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
         assert_eq!(split(&plan.steps[0].plan, 2), Split::Gemms(2));
         let (one, _, _) = execute(&plan, &refs, 1.0, 1, None).unwrap();
         let (two, _, _) = execute(&plan, &refs, 1.0, 2, None).unwrap();
