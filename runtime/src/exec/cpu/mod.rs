@@ -499,9 +499,26 @@ impl<T: Scalar> Ctx<'_, T> {
 
 #[cfg(test)]
 mod tests {
-    use super::split::tests::shipped;
     use super::*;
     use crate::exec::execute;
+    use crate::plan::{build_plan, CostModel, Plan, PlanOptions};
+    use crate::workload::Workload;
+
+    /// A shipped workload (`name` under `workloads/`, without `.json`): its operands and its
+    /// plan, made with the fixed default constants (the same plan on every machine). Shared
+    /// with `split`'s tests.
+    pub(super) fn shipped(name: &str) -> (Vec<DynTensor<f64>>, Plan) {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/");
+        let opts = PlanOptions {
+            model: CostModel::default(),
+            ..PlanOptions::default()
+        };
+        let w = Workload::load(format!("{dir}{name}.json")).unwrap();
+        let ops = w.build_operands::<f64>().unwrap();
+        let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
+        let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
+        (ops, plan)
+    }
 
     /// Shipped m = 512 workloads, planned with the fixed default constants: some step spreads
     /// its components over 2 threads, and the result is the 1-thread result bit for bit (each

@@ -126,26 +126,9 @@ pub(super) fn big_gemm(m: usize, n: usize, k: usize) -> bool {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
+    use super::super::tests::shipped;
     use super::*;
-    use crate::plan::{build_plan, CostModel, Plan, PlanOptions};
-    use crate::workload::Workload;
-    use crate::DynTensor;
-
-    /// A shipped workload (`name` under `workloads/`, without `.json`): its operands and its
-    /// plan, made with the fixed default constants (the same plan on every machine).
-    pub(in crate::exec::cpu) fn shipped(name: &str) -> (Vec<DynTensor<f64>>, Plan) {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../workloads/");
-        let opts = PlanOptions {
-            model: CostModel::default(),
-            ..PlanOptions::default()
-        };
-        let w = Workload::load(format!("{dir}{name}.json")).unwrap();
-        let ops = w.build_operands::<f64>().unwrap();
-        let refs: Vec<&DynTensor<f64>> = ops.iter().collect();
-        let plan = build_plan(&w.contraction, &refs, &opts).unwrap();
-        (ops, plan)
-    }
 
     /// `threads_of` names each decision with its numbers: one thread below the threshold,
     /// components side by side, GEMMs in panels (the shipped m = 512 `heff2`, the TFI `gemm`
