@@ -237,8 +237,71 @@ fn sums_differences_and_divisors_match_dense() {
         for seed in 0..6 {
             sums::<f64>(sym, seed);
             sums::<Complex64>(sym, seed + 50);
+            signs::<f64>(sym, seed + 100);
+            signs::<Complex64>(sym, seed + 150);
         }
     }
+}
+
+/// Negative literals where a term or a factor begins, and parenthesised sums multiplied out
+/// (TensorOperations.jl's `-1.0 * alpha * x * y` and `-(x * v + y * v)`).
+fn signs<T: Scalar>(sym: usize, seed: u64) {
+    let mut f = Fix::new(sym, seed);
+    let v = f.v.clone();
+    let x: Tensor<T, 2> = f.neutral([Leg::out(&v), Leg::inc(&v)]);
+    let y: Tensor<T, 2> = f.neutral([Leg::out(&v), Leg::inc(&v)]);
+    let c0: Tensor<T, 2> = f.neutral([Leg::out(&v), Leg::inc(&v)]);
+    let u: Tensor<T, 1> = f.neutral([Leg::out(&v)]);
+    let (xd, yd, cd, ud) = (
+        x.to_dense().unwrap(),
+        y.to_dense().unwrap(),
+        c0.to_dense().unwrap(),
+        u.to_dense().unwrap(),
+    );
+    let s = |z: f64| T::from_f64(z);
+    let xy = einsum(&["a", "b"], &[(&["a", "k"], &xd), (&["k", "b"], &yd)]);
+    let xu = einsum(&["m"], &[(&["m", "k"], &xd), (&["k"], &ud)]);
+    let yu = einsum(&["m"], &[(&["m", "k"], &yd), (&["k"], &ud)]);
+    // a term that begins with a negative literal
+    let alpha = 0.25;
+    let mut c = c0.clone();
+    contract!(c[a, b] += -1.0 * alpha * x[a, k] * y[k, b]).unwrap();
+    close(
+        &c.to_dense().unwrap(),
+        &(&cd - &xy.mapv(|z| s(alpha) * z)),
+        "c += -1.0 alpha x y",
+    );
+    let d = contract!(d[a, b] := -2.0 * x[a, b] + -0.5 * y[a, b]).unwrap();
+    let want = xd.mapv(|z| s(-2.0) * z) + yd.mapv(|z| s(-0.5) * z);
+    close(&d.to_dense().unwrap(), &want, "-2 x + -0.5 y");
+    let e = contract!(e[a, b] := 3.0 * -1.0 * x[a, k] * y[k, b] - -1.0 * x[a, b]).unwrap();
+    close(
+        &e.to_dense().unwrap(),
+        &(xy.mapv(|z| s(-3.0) * z) + &xd),
+        "3 * -1 x y - -1 x",
+    );
+    // a negated parenthesised sum
+    let r = contract!(r[m] := -(x[m, k] * u[k] + y[m, k] * u[k])).unwrap();
+    close(&r.to_dense().unwrap(), &(-(&xu + &yu)), "-(x u + y u)");
+    // a scaled, subtracted sum with a difference inside, and a sum next to another factor
+    let r = contract!(r[m] := u[m] - 2.0 * (x[m, k] * u[k] - y[m, k] * u[k]) / 4.0).unwrap();
+    let want = &ud - &(&xu - &yu).mapv(|z| s(0.5) * z);
+    close(&r.to_dense().unwrap(), &want, "u - 2 (x u - y u) / 4");
+    let r = contract!(r[m] := (x[m, k] - y[m, k]) * u[k]).unwrap();
+    close(&r.to_dense().unwrap(), &(&xu - &yu), "(x - y) u");
+    let g = contract!(g[a, b] := -(x[a, k] + -(y[a, k])) * (x[k, b] - c0[k, b])).unwrap();
+    let xmy = einsum(
+        &["a", "b"],
+        &[
+            (&["a", "k"], &(&xd + &yd.mapv(|z| -z))),
+            (&["k", "b"], &(&xd - &cd)),
+        ],
+    );
+    close(
+        &g.to_dense().unwrap(),
+        &xmy.mapv(|z| -z),
+        "-(x + -y) (x - c)",
+    );
 }
 
 #[test]

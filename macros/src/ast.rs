@@ -27,6 +27,7 @@ pub enum AssignOp {
 }
 
 /// A tensor expression: an identifier or a parenthesised Rust expression.
+#[derive(Clone)]
 pub enum OperandExpr {
     Ident(Ident),
     Paren { expr: TokenStream, span: Span },
@@ -49,11 +50,13 @@ impl OperandExpr {
 }
 
 /// `[i, j: out, s: out local]`.
+#[derive(Clone)]
 pub struct IndexList {
     pub indices: Vec<Index>,
 }
 
 /// One index with its annotation words.
+#[derive(Clone)]
 pub struct Index {
     pub name: Ident,
     pub words: Vec<Ident>,
@@ -65,6 +68,7 @@ pub struct Sum {
 }
 
 /// A signed product.
+#[derive(Clone)]
 pub struct Term {
     pub negative: bool,
     pub product: Product,
@@ -73,11 +77,13 @@ pub struct Term {
 }
 
 /// Items joined by `*` (and scalar divisors after `/`).
+#[derive(Clone)]
 pub struct Product {
     pub items: Vec<Item>,
 }
 
 /// A factor of a product.
+#[derive(Clone)]
 pub enum Item {
     /// A scalar: literal, identifier or parenthesised expression.
     Scalar(TokenStream),
@@ -90,6 +96,7 @@ pub enum Item {
 }
 
 /// `x[..]` or `conj(x)[..]` / `conj(x[..])`.
+#[derive(Clone)]
 pub struct Factor {
     pub operand: OperandExpr,
     pub conj: bool,

@@ -80,36 +80,104 @@ fn at_product_end(input: ParseStream) -> bool {
     input.is_empty() || input.peek(Token![;]) || input.peek(Token![+]) || input.peek(Token![-])
 }
 
-/// `[-] product (+|- product)*`.
+/// Whether the next tokens are a negative literal (`-1.0`): a scalar, not a term's sign.
+fn at_negative_literal(input: ParseStream) -> bool {
+    input.peek(Token![-]) && input.peek2(syn::Lit)
+}
+
+/// `[-] term (+|- term)*`, each term a product; a parenthesised sum inside a term is
+/// distributed over it (`-(x + y)` is `-x - y`).
 fn parse_sum(input: ParseStream) -> syn::Result<Sum> {
     let mut terms = Vec::new();
     let mut negative = false;
-    if input.peek(Token![-]) && !input.peek2(syn::Lit) {
-        let _: Token![-] = input.parse()?;
-        negative = true;
-    }
+    // the last sign read, where a missing term is reported
+    let mut sign = None;
     loop {
-        let span = input.span();
-        if at_product_end(input) {
-            return Err(input.error("missing term after `+` or `-`"));
+        // unary minus signs (a negative literal is a scalar factor instead)
+        while input.peek(Token![-]) && !input.peek2(syn::Lit) {
+            let m: Token![-] = input.parse()?;
+            (negative, sign) = (!negative, Some(m.span));
         }
-        let product = parse_product(input)?;
-        terms.push(Term {
-            negative,
-            product,
-            span,
-        });
+        let span = input.span();
+        if at_product_end(input) && !at_negative_literal(input) {
+            let at = sign.unwrap_or(span);
+            return Err(syn::Error::new(at, "missing term after `+` or `-`"));
+        }
+        terms.extend(distribute(negative, span, parse_pieces(input)?));
         if input.peek(Token![+]) {
-            let _: Token![+] = input.parse()?;
-            negative = false;
+            let p: Token![+] = input.parse()?;
+            (negative, sign) = (false, Some(p.span));
         } else if input.peek(Token![-]) {
-            let _: Token![-] = input.parse()?;
-            negative = true;
+            let m: Token![-] = input.parse()?;
+            (negative, sign) = (true, Some(m.span));
         } else {
             break;
         }
     }
     Ok(Sum { terms })
+}
+
+/// A parenthesised sum of terms, at least one with a tensor factor.
+struct ParenSum(Vec<Term>);
+
+impl Parse for ParenSum {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let sum = parse_sum(input)?;
+        if !input.is_empty() {
+            return Err(input.error("expected `*` between factors"));
+        }
+        Ok(ParenSum(sum.terms))
+    }
+}
+
+/// One factor of a term as parsed: an item, or a parenthesised sum still to be distributed.
+enum Piece {
+    Item(Item),
+    Sum(Vec<Term>, Span),
+}
+
+/// The terms of `sign * pieces[0] * pieces[1] * ...`, each parenthesised sum multiplied out.
+/// A sub-term that shares its term with other tensor factors stays parenthesised (its
+/// operands are contracted first, as written).
+fn distribute(negative: bool, span: Span, pieces: Vec<Piece>) -> Vec<Term> {
+    let factors = |p: &Piece| match p {
+        Piece::Item(i) => !matches!(i, Item::Scalar(_) | Item::Divisor(_)),
+        Piece::Sum(..) => true,
+    };
+    let mut terms = vec![Term {
+        negative,
+        product: Product { items: Vec::new() },
+        span,
+    }];
+    let tensor_pieces = pieces.iter().filter(|p| factors(p)).count();
+    for piece in pieces {
+        match piece {
+            Piece::Item(item) => terms
+                .iter_mut()
+                .for_each(|t| t.product.items.push(item.clone())),
+            Piece::Sum(subs, _) => {
+                terms = terms
+                    .iter()
+                    .flat_map(|t| {
+                        subs.iter().map(move |s| {
+                            let mut items = t.product.items.clone();
+                            if tensor_pieces > 1 {
+                                items.push(Item::Group(s.product.clone()));
+                            } else {
+                                items.extend(s.product.items.iter().cloned());
+                            }
+                            Term {
+                                negative: t.negative != s.negative,
+                                product: Product { items },
+                                span: s.span,
+                            }
+                        })
+                    })
+                    .collect()
+            }
+        }
+    }
+    terms
 }
 
 impl Parse for Product {
@@ -118,7 +186,7 @@ impl Parse for Product {
         if !input.is_empty() {
             if input.peek(Token![+]) || input.peek(Token![-]) {
                 return Err(input.error(
-                    "a sum inside parentheses is not supported; write the terms out at the top level",
+                    "a sum inside parentheses is not supported here; write the terms out at the top level",
                 ));
             }
             return Err(input.error("expected `*` between factors"));
@@ -127,25 +195,51 @@ impl Parse for Product {
     }
 }
 
+/// A product with no parenthesised sum in it (the inside of an order-fixing group).
 fn parse_product(input: ParseStream) -> syn::Result<Product> {
-    let mut items = vec![parse_item(input)?];
+    let mut items = Vec::new();
+    for piece in parse_pieces(input)? {
+        match piece {
+            Piece::Item(item) => items.push(item),
+            Piece::Sum(_, span) => {
+                return Err(syn::Error::new(
+                    span,
+                    "a sum inside parentheses is not supported here; write the terms out at the top level",
+                ))
+            }
+        }
+    }
+    Ok(Product { items })
+}
+
+/// Pieces joined by `*` (and scalar divisors after `/`).
+fn parse_pieces(input: ParseStream) -> syn::Result<Vec<Piece>> {
+    let mut pieces = vec![parse_piece(input)?];
     loop {
         if input.peek(Token![*]) {
             let star: Token![*] = input.parse()?;
-            if at_product_end(input) {
+            if at_product_end(input) && !at_negative_literal(input) {
                 return Err(syn::Error::new(star.span, "missing operand after `*`"));
             }
-            items.push(parse_item(input)?);
+            pieces.push(parse_piece(input)?);
         } else if input.peek(Token![/]) {
             let slash: Token![/] = input.parse()?;
-            if at_product_end(input) {
+            if at_product_end(input) && !at_negative_literal(input) {
                 return Err(syn::Error::new(slash.span, "missing divisor after `/`"));
             }
-            items.push(parse_divisor(input)?);
+            pieces.push(Piece::Item(parse_divisor(input)?));
         } else {
-            return Ok(Product { items });
+            return Ok(pieces);
         }
     }
+}
+
+/// An item, or a parenthesised sum of terms.
+fn parse_piece(input: ParseStream) -> syn::Result<Piece> {
+    if input.peek(syn::token::Paren) {
+        return parse_paren_item(input);
+    }
+    parse_item(input).map(Piece::Item)
 }
 
 /// `/ s`: a literal, a name or a parenthesised expression; never a tensor.
@@ -179,7 +273,13 @@ fn parse_item(input: ParseStream) -> syn::Result<Item> {
         return parse_conj(input);
     }
     if input.peek(syn::token::Paren) {
-        return parse_paren_item(input);
+        return match parse_paren_item(input)? {
+            Piece::Item(item) => Ok(item),
+            Piece::Sum(_, span) => Err(syn::Error::new(
+                span,
+                "a sum inside parentheses cannot be a divisor; a divisor is a scalar",
+            )),
+        };
     }
     if input.peek(Ident) {
         if input.peek2(Token![.]) || input.peek2(Token![::]) || input.peek2(syn::token::Paren) {
@@ -203,8 +303,8 @@ fn parse_item(input: ParseStream) -> syn::Result<Item> {
         .error("expected a tensor factor like `a[i, k]`, a parenthesised product, or a scalar"))
 }
 
-/// `(expr)[..]`, `(a[..] * b[..])` or `(scalar expression)`.
-fn parse_paren_item(input: ParseStream) -> syn::Result<Item> {
+/// `(expr)[..]`, `(a[..] * b[..])`, `(a[..] + b[..])` or `(scalar expression)`.
+fn parse_paren_item(input: ParseStream) -> syn::Result<Piece> {
     let span = input.span();
     let content;
     parenthesized!(content in input);
@@ -212,19 +312,34 @@ fn parse_paren_item(input: ParseStream) -> syn::Result<Item> {
     if input.peek(syn::token::Bracket) {
         let operand = OperandExpr::Paren { expr: inner, span };
         let indices = parse_index_list(input, false)?;
-        return Ok(Item::Factor(Factor {
+        return Ok(Piece::Item(Item::Factor(Factor {
             operand,
             conj: false,
             indices,
-        }));
+        })));
     }
+    let has_factor = |p: &Product| p.items.iter().any(|i| !matches!(i, Item::Scalar(..)));
     match syn::parse2::<Product>(inner.clone()) {
-        Ok(p) if p.items.iter().any(|i| !matches!(i, Item::Scalar(..))) => Ok(Item::Group(p)),
-        Ok(_) => Ok(Item::Scalar(quote::quote!((#inner)))),
-        Err(e) => match syn::parse2::<syn::Expr>(inner.clone()) {
-            Ok(_) if !has_top_level_bracket(&inner) => Ok(Item::Scalar(quote::quote!((#inner)))),
-            _ => Err(e),
-        },
+        Ok(p) if has_factor(&p) => Ok(Piece::Item(Item::Group(p))),
+        Ok(_) => Ok(Piece::Item(Item::Scalar(quote::quote!((#inner))))),
+        // not a product: a sum of terms (the sum's error is the more precise), or a scalar
+        // expression such as `(alpha - beta)`
+        Err(_) => {
+            let sum = syn::parse2::<ParenSum>(inner.clone());
+            if let Ok(ParenSum(terms)) = &sum {
+                if terms.iter().any(|t| has_factor(&t.product)) {
+                    return Ok(Piece::Sum(sum.map(|s| s.0)?, span));
+                }
+            }
+            match syn::parse2::<syn::Expr>(inner.clone()) {
+                Ok(_) if !has_top_level_bracket(&inner) => {
+                    Ok(Piece::Item(Item::Scalar(quote::quote!((#inner)))))
+                }
+                _ => Err(sum.err().unwrap_or_else(|| {
+                    syn::Error::new(span, "expected a product or a sum of terms")
+                })),
+            }
+        }
     }
 }
 
