@@ -101,6 +101,18 @@ fn dmrg(model: &model::Model, l: usize, chi: usize, sweeps: usize) -> f64 {
         d.updates
     );
     assert!(h.bytes <= h.capacity, "{h:?}");
+    // the update log: one record per local update, 2 (L - 2) a sweep, bonds in TeNPy's order
+    let log = &d.update_log;
+    assert_eq!(log.len(), d.updates);
+    assert_eq!(log.len(), sweeps * 2 * (l - 2));
+    assert_eq!(log.iter().map(|u| u.applications).sum::<usize>(), applications);
+    for (k, u) in log.iter().enumerate() {
+        let (sweep, at) = (k / (2 * (l - 2)), k % (2 * (l - 2)));
+        let bond = if at < l - 2 { at } else { 2 * (l - 2) - at };
+        assert_eq!((u.sweep, u.bond), (sweep + 1, bond), "update {k}");
+        assert!(u.dim > 0 && u.energy.is_finite());
+    }
+    assert_eq!(log.last().map(|u| u.energy), Some(e));
     e
 }
 

@@ -55,6 +55,20 @@ pub struct Dmrg<'m> {
     /// Threads for the effective Hamiltonian and the environment updates (the
     /// factorizations' are set with `linalg::set_threads`).
     pub threads: usize,
+    /// Every local update so far.
+    pub update_log: Vec<UpdateRecord>,
+}
+
+/// One local update: where, how large, and how many Lanczos applications it took.
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateRecord {
+    pub sweep: usize,
+    /// The bond's left site.
+    pub bond: usize,
+    /// Entries of the two-site tensor (the local problem's dimension).
+    pub dim: usize,
+    pub applications: usize,
+    pub energy: f64,
 }
 
 impl<'m> Dmrg<'m> {
@@ -88,6 +102,7 @@ impl<'m> Dmrg<'m> {
             lanczos_steps: 0,
             lanczos_full_passes: 0,
             threads: 1,
+            update_log: Vec::new(),
         };
         for i in (1..l).rev() {
             d.update_right(i)?;
@@ -150,6 +165,13 @@ impl<'m> Dmrg<'m> {
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;
         self.updates += 1;
+        self.update_log.push(UpdateRecord {
+            sweep: self.sweeps_done + 1,
+            bond: i,
+            dim: theta.data().len(),
+            applications: gs.applications,
+            energy: gs.value,
+        });
         self.lanczos_steps += gs.applications;
         self.lanczos_full_passes += gs.full_passes;
         self.phases.heff += t0.elapsed().as_secs_f64();

@@ -35,6 +35,10 @@ struct Args {
     /// orthogonality calls for it) or `full` (every step).
     #[arg(long, default_value = "partial")]
     reorthogonalize: String,
+    /// Write one line per local update to this file: sweep, bond, dimension of the two-site
+    /// problem, Lanczos applications, energy.
+    #[arg(long)]
+    updates: Option<std::path::PathBuf>,
 }
 
 /// The `--reorthogonalize` choice, or an error naming the option.
@@ -118,6 +122,9 @@ fn run(args: &Args) -> Result<(), Error> {
         "total {} L {} E {:.12} time_s {:.3} sweeps {} lanczos_vectors {}",
         model.name, args.l, energy, total, count, apps
     );
+    if let Some(path) = &args.updates {
+        write_updates(path, &dmrg.update_log)?;
+    }
     let c = blockcontract::plan_caches();
     let p = dmrg.phases;
     let wall = t_start.elapsed().as_secs_f64();
@@ -159,6 +166,23 @@ fn run(args: &Args) -> Result<(), Error> {
         dmrg.max_bond()
     );
     Ok(())
+}
+
+/// The `--updates` file: one line per local update.
+fn write_updates(path: &std::path::Path, log: &[engine::UpdateRecord]) -> Result<(), Error> {
+    let text: String = log
+        .iter()
+        .map(|u| {
+            format!(
+                "{} {} {} {} {:.14}\n",
+                u.sweep, u.bond, u.dim, u.applications, u.energy
+            )
+        })
+        .collect();
+    std::fs::write(path, text).map_err(|e| Error::InvalidArgument {
+        name: "--updates".into(),
+        reason: format!("cannot write `{}`: {e}", path.display()),
+    })
 }
 
 fn main() {

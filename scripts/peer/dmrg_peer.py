@@ -1,0 +1,106 @@
+"""TeNPy two-site DMRG as a peer (the project's copy of ../shared/peers/dmrg_peer.py) for an end-to-end DMRG benchmark.
+
+Runs TeNPy's TwoSiteDMRGEngine on a built-in model with a fixed bond-dimension
+schedule and a fixed number of sweeps, one BLAS thread, and prints one line per
+sweep and a closing summary line, so that another DMRG code can be timed against
+it in the same run on the same problem.
+
+    python dmrg_peer.py --model heisenberg --L 32 --chi 64,128,256 --sweeps 2,2,2
+
+Models (TeNPy built-ins, open chains, the sectors DMRG starts in):
+    heisenberg  S=1/2 Heisenberg chain, H = sum_i S_i . S_{i+1} (Jx=Jy=Jz=1),
+                Sz conserved (U(1), charge 2*Sz), Neel start (up, down, ...), Sz=0
+    hubbard     Fermi-Hubbard chain, t=1, U=4, mu=0, Jordan-Wigner MPO,
+                N and Sz conserved (U(1)xU(1), charges N and 2*Sz),
+                start (up, down, ...), half filling, Sz=0
+
+Output, one line per sweep:
+    sweep K chi C E <energy> max_trunc_err <eps> time_s <seconds>
+then:
+    total <model> L <L> E <energy> time_s <seconds> sweeps <n> lanczos_vectors <N>
+(lanczos_vectors: the Krylov dimensions summed over the local updates that ran
+Lanczos, the number of effective-Hamiltonian applications; TeNPy solves a local
+problem of dimension < 400 by exact diagonalisation instead and reports N = -1
+for it, which the shared copy of this script summed as -1 each)
+then, with this copy's additions:
+    updates <n> lanczos_updates <n> ed_updates <n>
+and, with --updates FILE, one line per local update: sweep, bond, Lanczos vectors
+(-1 for exact diagonalisation), energy.
+Settings: svd_min 1e-14, no mixer, Lanczos N_max 20 / E_tol 1e-14 / P_tol 1e-14.
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+from tenpy.algorithms.dmrg import TwoSiteDMRGEngine
+from tenpy.networks.mps import MPS
+
+
+def make_model(model, L):
+    if model == 'heisenberg':
+        from tenpy.models.spins import SpinChain
+        M = SpinChain({'L': L, 'S': 0.5, 'Jx': 1., 'Jy': 1., 'Jz': 1., 'hz': 0.,
+                       'conserve': 'Sz', 'bc_MPS': 'finite'})
+    elif model == 'hubbard':
+        from tenpy.models.hubbard import FermiHubbardChain
+        M = FermiHubbardChain({'L': L, 't': 1., 'U': 4., 'mu': 0., 'cons_N': 'N',
+                               'cons_Sz': 'Sz', 'bc_MPS': 'finite'})
+    else:
+        raise SystemExit('unknown model %r (heisenberg, hubbard)' % model)
+    return M, ['up', 'down'] * (L // 2)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--model', required=True, choices=['heisenberg', 'hubbard'])
+    ap.add_argument('--L', type=int, required=True)
+    ap.add_argument('--chi', default='64,128', help='bond dimension per stage, comma separated')
+    ap.add_argument('--sweeps', default='2,2', help='sweeps per stage, comma separated')
+    ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--updates', default=None, help='write one line per local update to this file')
+    a = ap.parse_args()
+    chis = [int(c) for c in a.chi.split(',')]
+    sweeps = [int(s) for s in a.sweeps.split(',')]
+    sweeps += [sweeps[-1]] * (len(chis) - len(sweeps))
+    M, init = make_model(a.model, a.L)
+    psi = MPS.from_product_state(M.lat.mps_sites(), init, bc='finite')
+    k = 0
+    total = 0.
+    matvecs = 0
+    n_updates = n_ed = 0
+    log = open(a.updates, 'w') if a.updates else None
+    E = float('nan')
+    with threadpool_limits(limits=a.threads):
+        for chi, n in zip(chis, sweeps):
+            eng = TwoSiteDMRGEngine(psi, M, {
+                'trunc_params': {'chi_max': chi, 'svd_min': 1.e-14, 'trunc_cut': None},
+                'lanczos_params': {'N_max': 20, 'E_tol': 1.e-14, 'P_tol': 1.e-14},
+            })
+            n_seen = 0
+            for _ in range(n):
+                t0 = time.perf_counter()
+                eng.sweep(optimize=True)
+                dt = time.perf_counter() - t0
+                E = float(eng.update_stats['E_total'][-1])
+                err = float(max(eng.trunc_err_list)) if eng.trunc_err_list else 0.
+                total += dt
+                k += 1
+                new = eng.update_stats['N_lanczos'][n_seen:]
+                matvecs += sum(n for n in new if n > 0)
+                n_updates += len(new)
+                n_ed += sum(1 for n in new if n <= 0)
+                if log:
+                    for i0, n_l, e0 in zip(eng.update_stats['i0'][n_seen:], new,
+                                           eng.update_stats['E_total'][n_seen:]):
+                        log.write('%d %d %d %.14f\n' % (k, i0, n_l, e0))
+                n_seen = len(eng.update_stats['N_lanczos'])
+                print('sweep %d chi %d E %.12f max_trunc_err %.3e time_s %.3f' % (k, chi, E, err, dt),
+                      flush=True)
+    print('total %s L %d E %.12f time_s %.3f sweeps %d lanczos_vectors %d' % (a.model, a.L, E, total, k, matvecs))
+    print('updates %d lanczos_updates %d ed_updates %d' % (n_updates, n_updates - n_ed, n_ed))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
