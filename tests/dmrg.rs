@@ -105,7 +105,10 @@ fn dmrg(model: &model::Model, l: usize, chi: usize, sweeps: usize) -> f64 {
     let log = &d.update_log;
     assert_eq!(log.len(), d.updates);
     assert_eq!(log.len(), sweeps * 2 * (l - 2));
-    assert_eq!(log.iter().map(|u| u.applications).sum::<usize>(), applications);
+    assert_eq!(
+        log.iter().map(|u| u.applications).sum::<usize>(),
+        applications
+    );
     for (k, u) in log.iter().enumerate() {
         let (sweep, at) = (k / (2 * (l - 2)), k % (2 * (l - 2)));
         let bond = if at < l - 2 { at } else { 2 * (l - 2) - at };
