@@ -1,6 +1,11 @@
 #![doc = include_str!("../docs/guide.md")]
 #![warn(missing_docs)]
 
+// `contract!` expands to `::blockcontract::...` paths; this lets the crate's own modules use it
+extern crate self as blockcontract;
+
+pub mod mps;
+
 #[doc = include_str!("../docs/contract.md")]
 #[doc(inline)]
 pub use blockcontract_macros::contract;

@@ -140,6 +140,26 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A term of a Hamiltonian (an MPO built from terms) is malformed: an unknown operator, a
+    /// site outside the chain, a change of the conserved charges, an odd fermion parity.
+    #[error("term {term} (`{text}`): {reason}")]
+    InvalidTerm {
+        /// The term's position in its list, from 0.
+        term: usize,
+        /// The term as written (`J * Sp_3 Sm_4`).
+        text: String,
+        /// What is wrong, naming the operator or site.
+        reason: String,
+    },
+    /// A lattice site or its operators are malformed (a repeated state, an operator of the
+    /// wrong size or of no definite charge).
+    #[error("site `{site}`: {reason}")]
+    InvalidSite {
+        /// The site's name.
+        site: String,
+        /// What is wrong, naming the state or operator.
+        reason: String,
+    },
     /// A dense factorization did not converge.
     #[error("{what} failed: {reason}")]
     Factorization {
