@@ -74,8 +74,9 @@ fn hubbard_exact(l: usize) -> f64 {
 }
 
 /// DMRG energy after `sweeps` sweeps at bond dimension `chi`; checks each sweep's report.
-fn dmrg(model: &model::Model, l: usize, chi: usize, sweeps: usize) -> f64 {
-    let mut d = engine::Dmrg::new(model, l).unwrap();
+fn dmrg(model: &model::Model, chi: usize, sweeps: usize) -> f64 {
+    let l = model.sites.len();
+    let mut d = engine::Dmrg::new(model).unwrap();
     d.set_heff_plan_capacity(1 << 20);
     let mut e = f64::NAN;
     let mut applications = 0;
@@ -126,14 +127,14 @@ fn dmrg_finds_the_exact_ground_state_energy_of_small_chains() {
     blockcontract::set_plan_cache_capacity(cap);
 
     let exact = heisenberg_exact(10);
-    let e = dmrg(&model::heisenberg().unwrap(), 10, 32, 4);
+    let e = dmrg(&model::heisenberg(10).unwrap(), 32, 4);
     assert!(
         (e - exact).abs() < 1e-10,
         "Heisenberg L=10: {e} vs exact {exact}"
     );
 
     let exact = hubbard_exact(6);
-    let e = dmrg(&model::hubbard().unwrap(), 6, 64, 4);
+    let e = dmrg(&model::hubbard(6).unwrap(), 64, 4);
     assert!(
         (e - exact).abs() < 1e-10,
         "Hubbard L=6: {e} vs exact {exact}"
@@ -158,8 +159,8 @@ fn dmrg_finds_the_exact_ground_state_energy_of_small_chains() {
 #[test]
 fn truncated_dmrg_stays_variational_and_converges_monotonically() {
     let exact = heisenberg_exact(10);
-    let m = model::heisenberg().unwrap();
-    let mut d = engine::Dmrg::new(&m, 10).unwrap();
+    let m = model::heisenberg(10).unwrap();
+    let mut d = engine::Dmrg::new(&m).unwrap();
     let mut last = f64::INFINITY;
     for k in 0..6 {
         let r = d.sweep(6).unwrap();
@@ -191,12 +192,12 @@ fn r_trunc_positive(d: &mut engine::Dmrg<'_>) -> bool {
 #[test]
 fn bad_dmrg_arguments_get_typed_errors() {
     assert!(matches!(
-        model::by_name("ising"),
+        model::by_name("ising", 4),
         Err(blockcontract::Error::InvalidArgument { ref name, .. }) if name == "--model"
     ));
-    let m = model::by_name("heisenberg").unwrap();
+    let m = model::by_name("heisenberg", 2).unwrap();
     assert!(matches!(
-        engine::Dmrg::new(&m, 2),
+        engine::Dmrg::new(&m),
         Err(blockcontract::Error::InvalidArgument { ref name, .. }) if name == "--L"
     ));
 }

@@ -72,22 +72,23 @@ pub struct UpdateRecord {
 }
 
 impl<'m> Dmrg<'m> {
-    /// The product state on `l` sites, its environments built from the right.
-    pub fn new(model: &'m Model, l: usize) -> Result<Self, Error> {
+    /// The model's product state, its environments built from the right.
+    pub fn new(model: &'m Model) -> Result<Self, Error> {
+        let l = model.sites.len();
         if l < 3 {
             return Err(Error::InvalidArgument {
                 name: "--L".into(),
                 reason: format!("{l} sites; two-site DMRG needs at least 3"),
             });
         }
-        let mps = product_state(model, l)?;
+        let mps = product_state(model)?;
         let sym = &model.symmetry;
         let first = trivial_space(sym, sym.zero().values())?;
         let last = mps[l - 1].legs()[2].space.clone();
         let mut left = vec![None; l];
         let mut right = vec![None; l];
-        left[0] = Some(boundary(model, &first, model.start, true)?);
-        right[l - 1] = Some(boundary(model, &last, model.end, false)?);
+        left[0] = Some(boundary(model, &first, true)?);
+        right[l - 1] = Some(boundary(model, &last, false)?);
         let mut d = Dmrg {
             model,
             mps,
@@ -115,7 +116,7 @@ impl<'m> Dmrg<'m> {
         let t0 = Instant::now();
         let r = self.right[i].as_ref().ok_or_else(|| missing("right", i))?;
         let b = &self.mps[i];
-        let w = &self.model.w;
+        let w = &self.model.mpo.w[i];
         let threads = self.threads;
         let rn = contract!(rn[a, w0, ap] := ((b[a, s, x] * r[x, w1, xp]) * w[w0, w1, sp, s]) * conj(b)[ap, sp, xp]; threads = threads)?;
         self.right[i - 1] = Some(rn);
@@ -128,7 +129,7 @@ impl<'m> Dmrg<'m> {
         let t0 = Instant::now();
         let l = self.left[i].as_ref().ok_or_else(|| missing("left", i))?;
         let a = &self.mps[i];
-        let w = &self.model.w;
+        let w = &self.model.mpo.w[i];
         let threads = self.threads;
         let ln = contract!(ln[x, w1, xp] := ((l[y, w0, yp] * a[y, s, x]) * w[w0, w1, sp, s]) * conj(a)[yp, sp, xp]; threads = threads)?;
         self.left[i + 1] = Some(ln);
@@ -157,10 +158,10 @@ impl<'m> Dmrg<'m> {
         let r = self.right[i + 1]
             .as_ref()
             .ok_or_else(|| missing("right", i + 1))?;
-        let w = &self.model.w;
+        let (w1, w2) = (&self.model.mpo.w[i], &self.model.mpo.w[i + 1]);
         let heff = |x: &DynTensor<f64>| -> Result<DynTensor<f64>, Error> {
             let mut y = x.zeros_like();
-            contract!(y[xp, t1, t2, yp] = (w[v, u, t2, s2] * (w[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans, threads = self.threads)?;
+            contract!(y[xp, t1, t2, yp] = (w2[v, u, t2, s2] * (w1[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans, threads = self.threads)?;
             Ok(y)
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;

@@ -93,10 +93,16 @@ fn run(args: &Args) -> Result<(), Error> {
         });
     }
     blockcontract::linalg::set_threads(args.threads);
-    let model = model::by_name(&args.model)?;
+    if args.l < 3 {
+        return Err(Error::InvalidArgument {
+            name: "--L".into(),
+            reason: format!("{} sites; two-site DMRG needs at least 3", args.l),
+        });
+    }
+    let model = model::by_name(&args.model, args.l)?;
     let t_start = Instant::now();
     let reortho = reorthogonalization(&args.reorthogonalize)?;
-    let mut dmrg = engine::Dmrg::new(&model, args.l)?;
+    let mut dmrg = engine::Dmrg::new(&model)?;
     dmrg.lanczos.reorthogonalization = reortho;
     dmrg.threads = args.threads;
     let mut total = dmrg.phases.environments;

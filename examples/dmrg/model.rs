@@ -1,201 +1,80 @@
-//! The models: the S=1/2 Heisenberg chain (U(1), charge 2Sz) and the Fermi-Hubbard chain
-//! (U(1)xU(1), charges N and 2Sz, Jordan-Wigner MPO), as MPOs built from dense operator
-//! matrices, with the product state DMRG starts from.
+//! The models, written as sums of terms on the library's sites (`blockcontract::mps`): the
+//! S=1/2 Heisenberg chain (U(1), charge 2Sz) and the Fermi-Hubbard chain (U(1)xU(1), charges
+//! N and 2Sz; the MPO builder inserts the Jordan-Wigner strings), with the product state DMRG
+//! starts from.
 //!
 //! Conventions (flows): an MPS tensor is `[left In, physical In, right Out]` with charge 0, so
-//! a bond's charge is the charge accumulated from the left; the MPO tensor is
-//! `[left In, right Out, bra physical In, ket physical Out]` with charge 0: its element
-//! `W[wl, wr, p, p*]` is `<p| O |p*>` of the operator in channel `(wl, wr)`.
+//! a bond's charge is the charge accumulated from the left; the MPO tensors are the library's
+//! (`[left In, right Out, physical In, physical Out]`, charge 0).
 
-use blockcontract::{ChargeKind, DynTensor, Error, Leg, Space, Symmetry, Tensor};
-use ndarray::{Array4, ArrayD};
+use blockcontract::mps::{Mpo, ParticleConserve, Site, SpinConserve, Terms};
+use blockcontract::{DynTensor, Error, Leg, Space, Symmetry, Tensor};
+use ndarray::ArrayD;
 use std::sync::Arc;
 
-/// A lattice model: its symmetry, the site space, the bulk MPO, the MPO channels the left and
-/// right boundaries select, and the product state (one physical sector per site).
+/// A lattice model on a chain: its sites, its MPO and the product state (one state label per
+/// site, in TeNPy's start state up, down, up, ...).
 pub struct Model {
     pub name: &'static str,
     pub symmetry: Symmetry,
-    pub phys: Arc<Space>,
-    pub mpo_bond: Arc<Space>,
-    pub w: Tensor<f64, 4>,
-    /// Dense index (in `mpo_bond`) of the channel the left boundary starts in.
-    pub start: usize,
-    /// Dense index of the channel the right boundary ends in.
-    pub end: usize,
-    /// The physical sector of each site's initial state, for a chain of length `l`.
-    pub init: fn(usize) -> Vec<usize>,
+    pub sites: Vec<Site>,
+    pub mpo: Mpo<f64>,
+    /// The dense index of each site's initial state.
+    pub init: Vec<usize>,
 }
 
-/// An MPO: its bond space, its tensor, and each channel's dense index in the bond space.
-type Mpo = (Arc<Space>, Tensor<f64, 4>, Vec<usize>);
-
-/// An MPO from channels (charges) and operator entries `(wl, wr, coefficient, matrix)` whose
-/// matrices are `<p|O|p*>` in the site space's dense order.
-fn mpo(
-    sym: &Symmetry,
-    phys: &Arc<Space>,
-    channels: &[Vec<i64>],
-    entries: &[(usize, usize, f64, Vec<Vec<f64>>)],
-) -> Result<Mpo, Error> {
-    // channels grouped by charge into sectors; each channel's dense index in that space
-    let mut charges: Vec<Vec<i64>> = Vec::new();
-    for c in channels {
-        if !charges.contains(c) {
-            charges.push(c.clone());
-        }
-    }
-    let mut dense = vec![0usize; channels.len()];
-    let mut next = 0;
-    let mut sectors = Vec::new();
-    for q in &charges {
-        let members: Vec<usize> = (0..channels.len()).filter(|&i| &channels[i] == q).collect();
-        for &m in &members {
-            dense[m] = next;
-            next += 1;
-        }
-        sectors.push((q.clone(), members.len()));
-    }
-    let bond = Arc::new(Space::block(sym, &sectors)?);
-    let d = phys.dim();
-    let mut w = Array4::<f64>::zeros((channels.len(), channels.len(), d, d));
-    for (wl, wr, c, m) in entries {
-        for (p, row) in m.iter().enumerate() {
-            for (ps, &x) in row.iter().enumerate() {
-                w[[dense[*wl], dense[*wr], p, ps]] += c * x;
-            }
-        }
-    }
-    let legs = [
-        Leg::inc(&bond),
-        Leg::out(&bond),
-        Leg::inc(phys),
-        Leg::out(phys),
-    ];
-    let t = Tensor::from_dense(legs, sym.zero(), &w.into_dyn())?;
-    Ok((bond, t, dense))
-}
-
-fn matmul(a: &[Vec<f64>], b: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let n = a.len();
-    (0..n)
-        .map(|i| {
-            (0..n)
-                .map(|j| (0..n).map(|k| a[i][k] * b[k][j]).sum())
-                .collect()
-        })
-        .collect()
-}
-
-fn transpose(a: &[Vec<f64>]) -> Vec<Vec<f64>> {
-    let n = a.len();
-    (0..n).map(|i| (0..n).map(|j| a[j][i]).collect()).collect()
-}
-
-fn diag(v: &[f64]) -> Vec<Vec<f64>> {
-    let n = v.len();
-    (0..n)
-        .map(|i| (0..n).map(|j| if i == j { v[i] } else { 0.0 }).collect())
-        .collect()
-}
-
-/// The S=1/2 Heisenberg chain `H = sum_i S_i . S_(i+1)`; site states `[down, up]` (charges
-/// 2Sz = -1, +1). Channels: 0 done, 1 after `S-/2`, 2 after `S+/2`, 3 after `Sz`, 4 start.
-pub fn heisenberg() -> Result<Model, Error> {
-    let sym = Symmetry::u1();
-    let phys = Arc::new(Space::local(&sym, &[(vec![-1], 1), (vec![1], 1)])?);
-    let id = diag(&[1.0, 1.0]);
-    let sz = diag(&[-0.5, 0.5]);
-    let sp = vec![vec![0.0, 0.0], vec![1.0, 0.0]]; // <up|S+|down> = 1
-    let sm = transpose(&sp);
-    let channels = vec![vec![0], vec![-2], vec![2], vec![0], vec![0]];
-    let entries = vec![
-        (0, 0, 1.0, id.clone()),
-        (4, 4, 1.0, id),
-        (4, 1, 0.5, sm.clone()),
-        (1, 0, 1.0, sp.clone()),
-        (4, 2, 0.5, sp),
-        (2, 0, 1.0, sm),
-        (4, 3, 1.0, sz.clone()),
-        (3, 0, 1.0, sz),
-    ];
-    let (bond, w, dense) = mpo(&sym, &phys, &channels, &entries)?;
+/// `sites`, `terms` and the start state (`up` on even sites, `down` on odd ones).
+fn model(name: &'static str, sites: Vec<Site>, terms: &Terms<f64>) -> Result<Model, Error> {
+    let mpo = Mpo::from_terms(&sites, terms)?;
+    let init = sites
+        .iter()
+        .enumerate()
+        .map(|(i, s)| s.state(if i % 2 == 0 { "up" } else { "down" }))
+        .collect::<Result<_, _>>()?;
     Ok(Model {
-        name: "heisenberg",
-        symmetry: sym,
-        phys,
-        mpo_bond: bond,
-        w,
-        start: dense[4],
-        end: dense[0],
-        init: |l| (0..l).map(|i| if i % 2 == 0 { 1 } else { 0 }).collect(),
+        name,
+        symmetry: sites[0].space().symmetry().clone(),
+        sites,
+        mpo,
+        init,
     })
 }
 
-/// The Fermi-Hubbard chain `H = -t sum (c+_i c_(i+1) + h.c.) + U sum n_up n_dn - mu sum n`
-/// with t = 1, U = 4, mu = 0. Site states `[empty, up, down, updown]` (charges (N, 2Sz)),
-/// `|updown> = c+_up c+_dn |0>`; fermion signs by Jordan-Wigner strings: the hopping
-/// `c+_i c_(i+1) = (C+ F)_i C_(i+1)` and `c+_(i+1) c_i = (F C)_i C+_(i+1)`.
-/// Channels: 0 start, 1 end, 2/3 after `(C+ F)` up/down, 4/5 after `(F C)` up/down.
-pub fn hubbard() -> Result<Model, Error> {
-    let sym = Symmetry::new(vec![ChargeKind::U1, ChargeKind::U1])?;
-    let phys = Arc::new(Space::local(
-        &sym,
-        &[
-            (vec![0, 0], 1),
-            (vec![1, 1], 1),
-            (vec![1, -1], 1),
-            (vec![2, 0], 1),
-        ],
-    )?);
-    let (t, u, mu) = (1.0, 4.0, 0.0);
-    let id = diag(&[1.0; 4]);
-    let f = diag(&[1.0, -1.0, -1.0, 1.0]);
-    let mut c_up = vec![vec![0.0; 4]; 4];
-    c_up[0][1] = 1.0; // <0|c_up|up>
-    c_up[2][3] = 1.0; // <dn|c_up|updn>
-    let mut c_dn = vec![vec![0.0; 4]; 4];
-    c_dn[0][2] = 1.0; // <0|c_dn|dn>
-    c_dn[1][3] = -1.0; // <up|c_dn|updn> = -1 (c_dn passes c+_up)
-    let onsite = diag(&[0.0, -mu, -mu, u - 2.0 * mu]);
-    let mut entries = vec![
-        (0, 0, 1.0, id.clone()),
-        (1, 1, 1.0, id),
-        (0, 1, 1.0, onsite),
-    ];
-    for (k, c) in [c_up, c_dn].into_iter().enumerate() {
-        let cd = transpose(&c);
-        entries.push((0, 2 + k, -t, matmul(&cd, &f)));
-        entries.push((2 + k, 1, 1.0, c.clone()));
-        entries.push((0, 4 + k, -t, matmul(&f, &c)));
-        entries.push((4 + k, 1, 1.0, cd));
+/// The S=1/2 Heisenberg chain `H = sum_i S_i . S_(i+1)` on `l` sites.
+pub fn heisenberg(l: usize) -> Result<Model, Error> {
+    let site = Site::spin(1, SpinConserve::Sz)?;
+    let mut h = Terms::new();
+    for i in 0..l.saturating_sub(1) {
+        h.add(0.5, &[("Sp", i), ("Sm", i + 1)]);
+        h.add(0.5, &[("Sm", i), ("Sp", i + 1)]);
+        h.add(1.0, &[("Sz", i), ("Sz", i + 1)]);
     }
-    let channels = vec![
-        vec![0, 0],
-        vec![0, 0],
-        vec![1, 1],
-        vec![1, -1],
-        vec![-1, -1],
-        vec![-1, 1],
-    ];
-    let (bond, w, dense) = mpo(&sym, &phys, &channels, &entries)?;
-    Ok(Model {
-        name: "hubbard",
-        symmetry: sym,
-        phys,
-        mpo_bond: bond,
-        w,
-        start: dense[0],
-        end: dense[1],
-        init: |l| (0..l).map(|i| if i % 2 == 0 { 1 } else { 2 }).collect(),
-    })
+    model("heisenberg", vec![site; l], &h)
 }
 
-/// A model by name.
-pub fn by_name(name: &str) -> Result<Model, Error> {
+/// The Fermi-Hubbard chain `H = -t sum (c+_i c_(i+1) + h.c.) + U sum n_up n_dn` with t = 1,
+/// U = 4 on `l` sites.
+pub fn hubbard(l: usize) -> Result<Model, Error> {
+    let (t, u) = (1.0, 4.0);
+    let site = Site::spinful_fermion(ParticleConserve::N)?;
+    let mut h = Terms::new();
+    for i in 0..l.saturating_sub(1) {
+        for (c, cd) in [("Cu", "Cdu"), ("Cd", "Cdd")] {
+            h.add(-t, &[(cd, i), (c, i + 1)]);
+            h.add(-t, &[(cd, i + 1), (c, i)]);
+        }
+    }
+    for i in 0..l {
+        h.add(u, &[("NuNd", i)]);
+    }
+    model("hubbard", vec![site; l], &h)
+}
+
+/// A model by name on `l` sites.
+pub fn by_name(name: &str, l: usize) -> Result<Model, Error> {
     match name {
-        "heisenberg" => heisenberg(),
-        "hubbard" => hubbard(),
+        "heisenberg" => heisenberg(l),
+        "hubbard" => hubbard(l),
         _ => Err(Error::InvalidArgument {
             name: "--model".into(),
             reason: format!("unknown model `{name}`; expected heisenberg or hubbard"),
@@ -209,37 +88,47 @@ pub fn trivial_space(sym: &Symmetry, q: &[i64]) -> Result<Arc<Space>, Error> {
 }
 
 /// A boundary environment `[mps bond Out, mpo bond Out, mps bond In]` (left) or
-/// `[In, In, Out]` (right) on the one-dimensional bond `b`, selecting MPO channel `channel`.
-pub fn boundary(
-    model: &Model,
-    b: &Arc<Space>,
-    channel: usize,
-    left: bool,
-) -> Result<Tensor<f64, 3>, Error> {
-    let legs = if left {
-        [Leg::out(b), Leg::out(&model.mpo_bond), Leg::inc(b)]
+/// `[In, In, Out]` (right) on the one-dimensional bond `b`: the MPO's boundary bond has one
+/// state (`start` on the left, `done` on the right).
+pub fn boundary(model: &Model, b: &Arc<Space>, left: bool) -> Result<Tensor<f64, 3>, Error> {
+    let bonds = &model.mpo.bonds;
+    let mpo_bond = if left {
+        &bonds[0]
     } else {
-        [Leg::inc(b), Leg::inc(&model.mpo_bond), Leg::out(b)]
+        &bonds[bonds.len() - 1]
     };
-    let mut dense = ArrayD::<f64>::zeros(vec![1, model.mpo_bond.dim(), 1]);
-    dense[[0, channel, 0]] = 1.0;
+    let legs = if left {
+        [Leg::out(b), Leg::out(mpo_bond), Leg::inc(b)]
+    } else {
+        [Leg::inc(b), Leg::inc(mpo_bond), Leg::out(b)]
+    };
+    let dense = ArrayD::<f64>::ones(vec![1, 1, 1]);
     Tensor::from_dense(legs, model.symmetry.zero(), &dense)
 }
 
-/// The product state: site `i` a `1 x 1 x 1` tensor in physical sector `init[i]`, bonds
-/// carrying the accumulated charge.
-pub fn product_state(model: &Model, l: usize) -> Result<Vec<Tensor<f64, 3>>, Error> {
+/// The product state: site `i` a `1 x 1 x 1` tensor in its initial state, bonds carrying the
+/// accumulated charge.
+pub fn product_state(model: &Model) -> Result<Vec<Tensor<f64, 3>>, Error> {
     let sym = &model.symmetry;
-    let init = (model.init)(l);
     let mut q = sym.zero();
     let mut left = trivial_space(sym, q.values())?;
-    let mut mps = Vec::with_capacity(l);
-    for &s in &init {
-        let qs = &model.phys.sectors()[s].charge;
-        q = sym.add(&q, qs);
+    let mut mps = Vec::with_capacity(model.sites.len());
+    for (site, &s) in model.sites.iter().zip(&model.init) {
+        let phys = site.space();
+        let (sector, _) = phys.locate(s).ok_or_else(|| Error::InvalidArgument {
+            name: "init".into(),
+            reason: format!("state {s} outside the site's {} states", phys.dim()),
+        })?;
+        q = sym.add(&q, &phys.sectors()[sector].charge);
         let right = trivial_space(sym, q.values())?;
-        let legs = vec![Leg::inc(&left), Leg::inc(&model.phys), Leg::out(&right)];
-        let t = DynTensor::<f64>::from_fn(legs, sym.zero(), Some(&[vec![0, s, 0]]), |_| 1.0)?;
+        let legs = vec![Leg::inc(&left), Leg::inc(phys), Leg::out(&right)];
+        let t = DynTensor::<f64>::from_fn(legs, sym.zero(), Some(&[vec![0, sector, 0]]), |i| {
+            if i[1] == s {
+                1.0
+            } else {
+                0.0
+            }
+        })?;
         mps.push(Tensor::try_from(t)?);
         left = right;
     }
