@@ -1,13 +1,61 @@
-//! The DMRG example against exact diagonalisation: the Heisenberg chain (L = 10) and the
-//! Fermi-Hubbard chain (L = 6, half filling) at bond dimensions that hold their ground states
-//! exactly, to 1e-10; and the plan caches staying under their capacity over a whole run.
+//! The library's DMRG (`blockcontract::mps::Dmrg`) against exact diagonalisation: the
+//! Heisenberg chain (L = 10) and the Fermi-Hubbard chain (L = 6, half filling) at bond
+//! dimensions that hold their ground states exactly, to 1e-10; and the plan caches staying
+//! under their capacity over a whole run.
 
-#[path = "../examples/dmrg/engine.rs"]
-mod engine;
-#[path = "../examples/dmrg/model.rs"]
-mod model;
-
+use blockcontract::mps::{Dmrg, Mpo, Mps, ParticleConserve, Site, SpinConserve, Terms};
 use faer::Mat;
+
+/// A chain of `sites` with Hamiltonian `terms`, from up, down, up, ...
+struct Model {
+    name: &'static str,
+    sites: Vec<Site>,
+    mpo: Mpo<f64>,
+}
+
+impl Model {
+    fn new(name: &'static str, sites: Vec<Site>, terms: &Terms<f64>) -> Model {
+        let mpo = Mpo::from_terms(&sites, terms).unwrap();
+        Model { name, sites, mpo }
+    }
+    fn start(&self) -> Mps {
+        let labels: Vec<&str> = (0..self.sites.len())
+            .map(|i| if i % 2 == 0 { "up" } else { "down" })
+            .collect();
+        Mps::product(&self.sites, &labels).unwrap()
+    }
+    fn dmrg(&self) -> Dmrg<'_> {
+        Dmrg::new(&self.mpo, self.start()).unwrap()
+    }
+}
+
+/// The S=1/2 Heisenberg chain.
+fn heisenberg(l: usize) -> Model {
+    let mut h = Terms::new();
+    for i in 0..l - 1 {
+        h.add(0.5, &[("Sp", i), ("Sm", i + 1)]);
+        h.add(0.5, &[("Sm", i), ("Sp", i + 1)]);
+        h.add(1.0, &[("Sz", i), ("Sz", i + 1)]);
+    }
+    let site = Site::spin(1, SpinConserve::Sz).unwrap();
+    Model::new("heisenberg", vec![site; l], &h)
+}
+
+/// The Fermi-Hubbard chain, t = 1, U = 4.
+fn hubbard(l: usize) -> Model {
+    let mut h = Terms::new();
+    for i in 0..l - 1 {
+        for (c, cd) in [("Cu", "Cdu"), ("Cd", "Cdd")] {
+            h.add(-1.0, &[(cd, i), (c, i + 1)]);
+            h.add(-1.0, &[(cd, i + 1), (c, i)]);
+        }
+    }
+    for i in 0..l {
+        h.add(4.0, &[("NuNd", i)]);
+    }
+    let site = Site::spinful_fermion(ParticleConserve::N).unwrap();
+    Model::new("hubbard", vec![site; l], &h)
+}
 
 /// The lowest eigenvalue of a dense symmetric matrix.
 fn ground(h: &Mat<f64>) -> f64 {
@@ -74,9 +122,9 @@ fn hubbard_exact(l: usize) -> f64 {
 }
 
 /// DMRG energy after `sweeps` sweeps at bond dimension `chi`; checks each sweep's report.
-fn dmrg(model: &model::Model, chi: usize, sweeps: usize) -> f64 {
+fn dmrg(model: &Model, chi: usize, sweeps: usize) -> f64 {
     let l = model.sites.len();
-    let mut d = engine::Dmrg::new(model).unwrap();
+    let mut d = model.dmrg();
     d.set_heff_plan_capacity(1 << 20);
     let mut e = f64::NAN;
     let mut applications = 0;
@@ -127,14 +175,14 @@ fn dmrg_finds_the_exact_ground_state_energy_of_small_chains() {
     blockcontract::set_plan_cache_capacity(cap);
 
     let exact = heisenberg_exact(10);
-    let e = dmrg(&model::heisenberg(10).unwrap(), 32, 4);
+    let e = dmrg(&heisenberg(10), 32, 4);
     assert!(
         (e - exact).abs() < 1e-10,
         "Heisenberg L=10: {e} vs exact {exact}"
     );
 
     let exact = hubbard_exact(6);
-    let e = dmrg(&model::hubbard(6).unwrap(), 64, 4);
+    let e = dmrg(&hubbard(6), 64, 4);
     assert!(
         (e - exact).abs() < 1e-10,
         "Hubbard L=6: {e} vs exact {exact}"
@@ -159,8 +207,8 @@ fn dmrg_finds_the_exact_ground_state_energy_of_small_chains() {
 #[test]
 fn truncated_dmrg_stays_variational_and_converges_monotonically() {
     let exact = heisenberg_exact(10);
-    let m = model::heisenberg(10).unwrap();
-    let mut d = engine::Dmrg::new(&m).unwrap();
+    let m = heisenberg(10);
+    let mut d = m.dmrg();
     let mut last = f64::INFINITY;
     for k in 0..6 {
         let r = d.sweep(6).unwrap();
@@ -185,21 +233,23 @@ fn truncated_dmrg_stays_variational_and_converges_monotonically() {
 }
 
 /// One more sweep truncates something (the bound is below what the chain needs).
-fn r_trunc_positive(d: &mut engine::Dmrg<'_>) -> bool {
+fn r_trunc_positive(d: &mut Dmrg<'_>) -> bool {
     d.sweep(6).is_ok_and(|r| r.max_trunc_err > 0.0)
 }
 
 #[test]
 fn bad_dmrg_arguments_get_typed_errors() {
-    assert!(matches!(
-        model::by_name("ising", 4),
-        Err(blockcontract::Error::InvalidArgument { ref name, .. }) if name == "--model"
-    ));
-    let m = model::by_name("heisenberg", 2).unwrap();
-    assert!(matches!(
-        engine::Dmrg::new(&m),
-        Err(blockcontract::Error::InvalidArgument { ref name, .. }) if name == "--L"
-    ));
+    let m = heisenberg(2);
+    let e = Dmrg::new(&m.mpo, m.start()).err().unwrap();
+    assert!(
+        matches!(e, blockcontract::Error::InvalidArgument { ref name, .. } if name == "mps"),
+        "{e}"
+    );
+    let big = heisenberg(4);
+    let e = Dmrg::new(&big.mpo, heisenberg(5).start()).err().unwrap();
+    assert!(e.to_string().contains("5 sites for an MPO of 4"), "{e}");
+    let mut d = big.dmrg();
+    assert!(d.sweep(0).is_err());
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! sum of Kronecker products (Jordan-Wigner strings written out), bond dimensions, and each
 //! malformed term or site refused with its typed error.
 
-use blockcontract::mps::{Mpo, ParticleConserve, Site, SpinConserve, Terms};
+use blockcontract::mps::{Dmrg, Mpo, Mps, ParticleConserve, Site, SpinConserve, Terms};
 use blockcontract::{Complex64, Error, Scalar};
-use ndarray::{Array2, Ix4};
+use ndarray::{Array1, Array2, Ix3, Ix4};
 
 /// The operator `name` of `site` as a dense matrix.
 fn op(site: &Site, name: &str) -> Array2<f64> {
@@ -434,4 +434,166 @@ fn a_custom_site_in_any_state_order() {
     assert_eq!((o.at(a, b), o.at(c, b), o.at(b, a)), (2.0, 3.0, 0.0));
     assert_eq!(s.charge_of("raise", o).unwrap(), [1]);
     assert_eq!(s.space().num_sectors(), 2);
+}
+
+/// The state as a dense vector (site 0 the slowest index).
+fn dense_state(mps: &Mps) -> Array1<f64> {
+    let mut v = Array2::<f64>::ones((1, 1)); // v[P, bond]
+    for t in &mps.tensors {
+        let a = t.to_dense().unwrap().into_dimensionality::<Ix3>().unwrap();
+        let (dl, d, dr) = a.dim();
+        let n = v.nrows();
+        let mut next = Array2::<f64>::zeros((n * d, dr));
+        for p in 0..n {
+            for x in 0..dl {
+                for s in 0..d {
+                    for y in 0..dr {
+                        next[[p * d + s, y]] += v[[p, x]] * a[[x, s, y]];
+                    }
+                }
+            }
+        }
+        v = next;
+    }
+    v.column(0).to_owned()
+}
+
+/// `<v|O|v> / <v|v>` for a full matrix `O`.
+fn dense_expect(v: &Array1<f64>, o: &Array2<f64>) -> f64 {
+    v.dot(&o.dot(v)) / v.dot(v)
+}
+
+/// The entanglement entropy of the dense state `v` at every bond (its Schmidt values by SVD).
+fn dense_entropies(v: &Array1<f64>, dims: &[usize]) -> Vec<f64> {
+    let n = v.dot(v);
+    (1..dims.len())
+        .map(|cut| {
+            let rows: usize = dims[..cut].iter().product();
+            let cols = v.len() / rows;
+            let m = faer::Mat::<f64>::from_fn(rows, cols, |i, j| v[i * cols + j] / n.sqrt());
+            let s = m.as_ref().singular_values().unwrap();
+            -s.iter()
+                .map(|x| x * x)
+                .filter(|&p| p > 1e-300)
+                .map(|p| p * p.ln())
+                .sum::<f64>()
+        })
+        .collect()
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    assert!((a - b).abs() < 1e-10, "{what}: {a} vs {b}");
+}
+
+/// A DMRG state of `terms` on `sites` (far enough from converged that nothing is special).
+fn state(sites: &[Site], terms: &[(f64, Vec<(&str, usize)>)], chi: usize) -> (Mpo<f64>, Mps) {
+    let mut t = Terms::new();
+    for (c, ops) in terms {
+        t.add(*c, ops);
+    }
+    let mpo = Mpo::from_terms(sites, &t).unwrap();
+    let labels: Vec<&str> = (0..sites.len())
+        .map(|i| if i % 2 == 0 { "up" } else { "down" })
+        .collect();
+    let mut d = Dmrg::new(&mpo, Mps::product(sites, &labels).unwrap()).unwrap();
+    d.sweep(chi).unwrap();
+    let mps = d.mps.clone();
+    (mpo, mps)
+}
+
+#[test]
+fn measurements_match_the_dense_state_vector() {
+    // spins: an XXZ chain in a field after one sweep at chi 6 (truncated: a generic MPS)
+    let l = 7;
+    let sites = vec![Site::spin(1, SpinConserve::Sz).unwrap(); l];
+    let terms = heisenberg_terms(l, 0.8, 0.2);
+    let (mpo, mps) = state(&sites, &terms, 6);
+    let v = dense_state(&mps);
+    close(mps.norm_squared().unwrap(), v.dot(&v), "norm");
+    let sz = mps.expectation(&sites, "Sz").unwrap();
+    for (i, x) in sz.iter().enumerate() {
+        close(*x, dense_expect(&v, &full(&sites, "Sz", i)), "<Sz_i>");
+    }
+    for (a, i, b, j) in [
+        ("Sp", 1, "Sm", 4),
+        ("Sm", 5, "Sp", 2),
+        ("Sz", 0, "Sz", 6),
+        ("Sz", 3, "Sz", 3),
+    ] {
+        let want = dense_expect(&v, &full(&sites, a, i).dot(&full(&sites, b, j)));
+        close(
+            mps.correlation(&sites, &[(a, i), (b, j)]).unwrap(),
+            want,
+            "<A_i B_j>",
+        );
+    }
+    let dims: Vec<usize> = sites.iter().map(Site::dim).collect();
+    for (got, want) in mps
+        .entanglement_entropies()
+        .unwrap()
+        .iter()
+        .zip(dense_entropies(&v, &dims))
+    {
+        close(*got, want, "entropy");
+    }
+    let h = dense_h(&sites, &terms);
+    let (e, var) = mps.energy_and_variance(&mpo).unwrap();
+    close(e, dense_expect(&v, &h), "<H>");
+    let want = dense_expect(&v, &h.dot(&h)) - dense_expect(&v, &h).powi(2);
+    close(var, want, "variance");
+    assert!(var > 1e-6, "a truncated state has a variance ({var})");
+    let labels: Vec<&str> = (0..l)
+        .map(|i| if i % 2 == 0 { "up" } else { "down" })
+        .collect();
+    let neel = Mps::product(&sites, &labels).unwrap();
+    close(
+        neel.overlap(&mps).unwrap(),
+        v.dot(&dense_state(&neel)),
+        "overlap",
+    );
+
+    // fermions: correlators carry their strings, whatever the written order
+    let l = 4;
+    let sites = vec![Site::spinful_fermion(ParticleConserve::N).unwrap(); l];
+    let mut terms = Vec::new();
+    for i in 0..l - 1 {
+        for (c, cd) in [("Cu", "Cdu"), ("Cd", "Cdd")] {
+            terms.push((-1.0, vec![(cd, i), (c, i + 1)]));
+            terms.push((-1.0, vec![(cd, i + 1), (c, i)]));
+        }
+    }
+    for i in 0..l {
+        terms.push((4.0, vec![("NuNd", i)]));
+    }
+    let (_, mps) = state(&sites, &terms, 8);
+    let v = dense_state(&mps);
+    for ops in [
+        vec![("Cdu", 0), ("Cu", 3)],
+        vec![("Cu", 3), ("Cdu", 0)],
+        vec![("Cdd", 1), ("Cd", 2)],
+        vec![("Cdu", 0), ("Cdd", 1), ("Cd", 3), ("Cu", 2)],
+        vec![("Ntot", 2)],
+    ] {
+        let want = dense_expect(
+            &v,
+            &ops.iter().fold(Array2::eye(v.len()), |m, (o, i)| {
+                m.dot(&full(&sites, o, *i))
+            }),
+        );
+        close(
+            mps.correlation(&sites, &ops).unwrap(),
+            want,
+            &format!("{ops:?}"),
+        );
+    }
+    let dims: Vec<usize> = sites.iter().map(Site::dim).collect();
+    for (got, want) in mps
+        .entanglement_entropies()
+        .unwrap()
+        .iter()
+        .zip(dense_entropies(&v, &dims))
+    {
+        close(*got, want, "fermion entropy");
+    }
+    assert!(mps.correlation(&sites, &[("Cu", 9)]).is_err());
 }

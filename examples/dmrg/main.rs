@@ -4,10 +4,10 @@
 //!
 //! `cargo run --release --example dmrg -- --model heisenberg --L 64 --chi 32,64,128 --sweeps 2,2,2`
 
-mod engine;
 mod model;
 
 use blockcontract::linalg::Reorthogonalization;
+use blockcontract::mps::{Dmrg, UpdateRecord};
 use blockcontract::Error;
 use clap::Parser;
 use std::time::Instant;
@@ -39,6 +39,10 @@ struct Args {
     /// problem, Lanczos applications, energy.
     #[arg(long)]
     updates: Option<std::path::PathBuf>,
+    /// After the sweeps, measure the state: `<Sz>` (or `<Ntot>`) on every site, the
+    /// entanglement entropy at every bond, and the energy variance `<H^2> - <H>^2`.
+    #[arg(long)]
+    measure: bool,
 }
 
 /// The `--reorthogonalize` choice, or an error naming the option.
@@ -102,7 +106,7 @@ fn run(args: &Args) -> Result<(), Error> {
     let model = model::by_name(&args.model, args.l)?;
     let t_start = Instant::now();
     let reortho = reorthogonalization(&args.reorthogonalize)?;
-    let mut dmrg = engine::Dmrg::new(&model)?;
+    let mut dmrg = Dmrg::new(&model.mpo, model.start.clone())?;
     dmrg.lanczos.reorthogonalization = reortho;
     dmrg.threads = args.threads;
     let mut total = dmrg.phases.environments;
@@ -130,6 +134,9 @@ fn run(args: &Args) -> Result<(), Error> {
     );
     if let Some(path) = &args.updates {
         write_updates(path, &dmrg.update_log)?;
+    }
+    if args.measure {
+        measure(&model, &dmrg.mps)?;
     }
     let c = blockcontract::plan_caches();
     let p = dmrg.phases;
@@ -174,8 +181,31 @@ fn run(args: &Args) -> Result<(), Error> {
     Ok(())
 }
 
+/// The `--measure` lines: a local density, the entropies, the energy and its variance.
+fn measure(model: &model::Model, mps: &blockcontract::mps::Mps) -> Result<(), Error> {
+    let fmt = |v: &[f64]| {
+        v.iter()
+            .map(|x| format!("{x:.6}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let op = if model.name == "hubbard" {
+        "Ntot"
+    } else {
+        "Sz"
+    };
+    println!(
+        "measure <{op}> {}",
+        fmt(&mps.expectation(&model.sites, op)?)
+    );
+    println!("measure entropy {}", fmt(&mps.entanglement_entropies()?));
+    let (e, var) = mps.energy_and_variance(&model.mpo)?;
+    println!("measure energy {e:.12} variance {var:.3e}");
+    Ok(())
+}
+
 /// The `--updates` file: one line per local update.
-fn write_updates(path: &std::path::Path, log: &[engine::UpdateRecord]) -> Result<(), Error> {
+fn write_updates(path: &std::path::Path, log: &[UpdateRecord]) -> Result<(), Error> {
     let text: String = log
         .iter()
         .map(|u| {

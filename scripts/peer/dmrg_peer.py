@@ -25,7 +25,9 @@ for it, which the shared copy of this script summed as -1 each)
 then, with this copy's additions:
     updates <n> lanczos_updates <n> ed_updates <n>
 and, with --updates FILE, one line per local update: sweep, bond, Lanczos vectors
-(-1 for exact diagonalisation), energy.
+(-1 for exact diagonalisation), energy; with --measure, the lines `measure <op> ...`
+(the local density on every site), `measure entropy ...` (every bond) and `measure
+energy E variance V`, as examples/dmrg --measure prints them.
 Settings: svd_min 1e-14, no mixer, Lanczos N_max 20 / E_tol 1e-14 / P_tol 1e-14.
 """
 import argparse
@@ -60,6 +62,8 @@ def main():
     ap.add_argument('--sweeps', default='2,2', help='sweeps per stage, comma separated')
     ap.add_argument('--threads', type=int, default=1)
     ap.add_argument('--updates', default=None, help='write one line per local update to this file')
+    ap.add_argument('--measure', action='store_true',
+                    help='then print <Sz> (Heisenberg) or <Ntot> (Hubbard) per site, the entanglement entropy per bond, and <H> with its variance')
     a = ap.parse_args()
     chis = [int(c) for c in a.chi.split(',')]
     sweeps = [int(s) for s in a.sweeps.split(',')]
@@ -100,6 +104,14 @@ def main():
                       flush=True)
     print('total %s L %d E %.12f time_s %.3f sweeps %d lanczos_vectors %d' % (a.model, a.L, E, total, k, matvecs))
     print('updates %d lanczos_updates %d ed_updates %d' % (n_updates, n_updates - n_ed, n_ed))
+    if a.measure:
+        fmt = lambda v: ' '.join('%.6f' % x for x in v)
+        op = 'Ntot' if a.model == 'hubbard' else 'Sz'
+        print('measure <%s> %s' % (op, fmt(psi.expectation_value(op))))
+        print('measure entropy %s' % fmt(psi.entanglement_entropy()))
+        e = M.H_MPO.expectation_value(psi)
+        var = M.H_MPO.variance(psi)
+        print('measure energy %.12f variance %.3e' % (e, var))
 
 
 if __name__ == '__main__':

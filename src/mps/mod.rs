@@ -1,5 +1,6 @@
 //! Tensor networks on the contraction layer: lattice sites with their operators and
-//! charges, and matrix-product operators built from a sum of terms.
+//! charges, matrix-product operators built from a sum of terms, matrix-product states with
+//! their measurements, and two-site DMRG. Every contraction in it is a `contract!`.
 //!
 //! ```
 //! use blockcontract::mps::{Mpo, Site, SpinConserve, Terms};
@@ -18,9 +19,13 @@
 //! # Ok::<(), blockcontract::Error>(())
 //! ```
 
+mod dmrg;
 mod mpo;
 mod site;
 mod sites;
+mod state;
 
+pub use dmrg::{Dmrg, Phases, SweepReport, UpdateRecord};
 pub use mpo::{Mpo, Term, Terms};
 pub use site::{Operator, ParticleConserve, Site, SpinConserve};
+pub use state::Mps;

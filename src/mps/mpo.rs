@@ -137,10 +137,10 @@ fn text<T: Scalar>(term: &Term<T>) -> String {
 
 /// A term's local operators from its first to its last site (strings included), each with a
 /// label that identifies it (`Cdu*JW`, `JW`, `Id`), and the sign of its reordering.
-struct Local {
-    first: usize,
-    ops: Vec<(String, Operator)>,
-    sign: f64,
+pub(crate) struct Local {
+    pub(crate) first: usize,
+    pub(crate) ops: Vec<(String, Operator)>,
+    pub(crate) sign: f64,
 }
 
 fn term_error<T: Scalar>(k: usize, term: &Term<T>, reason: String) -> Error {
@@ -152,7 +152,7 @@ fn term_error<T: Scalar>(k: usize, term: &Term<T>, reason: String) -> Error {
 }
 
 /// The term `k` in ascending site order with its Jordan-Wigner strings.
-fn local_ops<T: Scalar>(sites: &[Site], k: usize, term: &Term<T>) -> Result<Local> {
+pub(crate) fn local_ops<T: Scalar>(sites: &[Site], k: usize, term: &Term<T>) -> Result<Local> {
     let bad = |reason: String| term_error(k, term, reason);
     if term.ops.is_empty() {
         return Err(bad("a term needs at least one operator".into()));

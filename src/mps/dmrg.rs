@@ -1,11 +1,13 @@
-//! Finite two-site DMRG on the block-sparse runtime: every contraction written with
-//! `contract!`, the local ground state from Lanczos, truncation by the block-sparse SVD,
-//! cached left and right environments. The sweep schedule is TeNPy's: bonds 0..L-3 moving
-//! right, then L-2..1 moving left.
+//! Finite two-site DMRG: every contraction written with `contract!`, the local ground state
+//! from Lanczos, truncation by the block-sparse SVD, cached left and right environments. The
+//! sweep schedule is TeNPy's: bonds 0..L-3 moving right, then L-2..1 moving left, so that a
+//! sweep ends with the orthogonality centre at site 1 and every site right of it
+//! right-canonical.
 
-use super::model::{boundary, product_state, trivial_space, Model};
-use blockcontract::linalg::{lanczos, svd, LanczosOptions, Truncation};
-use blockcontract::{contract, CacheStats, DynTensor, Error, PlanCache, Tensor};
+use super::mpo::Mpo;
+use super::state::Mps;
+use crate::linalg::{lanczos, svd, LanczosOptions, Truncation};
+use crate::{contract, CacheStats, DynTensor, Error, Leg, PlanCache, Tensor};
 use std::time::Instant;
 
 /// Seconds spent per phase.
@@ -22,27 +24,36 @@ pub struct Phases {
 /// One sweep's report, TeNPy's line.
 #[derive(Debug, Clone, Copy)]
 pub struct SweepReport {
+    /// The sweep's number, from 1.
     pub sweep: usize,
+    /// The largest bond dimension allowed.
     pub chi: usize,
+    /// The energy of the last local update.
     pub energy: f64,
+    /// The largest discarded weight of the sweep's truncations.
     pub max_trunc_err: f64,
+    /// Its wall time.
     pub seconds: f64,
     /// Lanczos applications in this sweep.
     pub applications: usize,
 }
 
-/// The state of a DMRG run.
+/// The state of a DMRG run on the Hamiltonian `mpo`.
 pub struct Dmrg<'m> {
-    pub model: &'m Model,
-    pub mps: Vec<Tensor<f64, 3>>,
+    mpo: &'m Mpo<f64>,
+    /// The state, updated in place.
+    pub mps: Mps,
     /// `left[i]`: the environment of sites `< i` (`[ket Out, mpo Out, bra In]`).
     left: Vec<Option<Tensor<f64, 3>>>,
     /// `right[i]`: the environment of sites `> i` (`[ket In, mpo In, bra Out]`).
     right: Vec<Option<Tensor<f64, 3>>>,
+    /// Seconds per phase so far.
     pub phases: Phases,
+    /// The local eigensolver's settings.
     pub lanczos: LanczosOptions,
     /// Relative singular-value cutoff.
     pub cutoff: f64,
+    /// Sweeps done.
     pub sweeps_done: usize,
     /// The effective Hamiltonian's plans (its own cache, so that its reuse can be reported).
     heff_plans: PlanCache,
@@ -62,35 +73,41 @@ pub struct Dmrg<'m> {
 /// One local update: where, how large, and how many Lanczos applications it took.
 #[derive(Debug, Clone, Copy)]
 pub struct UpdateRecord {
+    /// The sweep, from 1.
     pub sweep: usize,
     /// The bond's left site.
     pub bond: usize,
     /// Entries of the two-site tensor (the local problem's dimension).
     pub dim: usize,
+    /// Lanczos applications.
     pub applications: usize,
+    /// The local ground-state energy.
     pub energy: f64,
 }
 
 impl<'m> Dmrg<'m> {
-    /// The model's product state, its environments built from the right.
-    pub fn new(model: &'m Model) -> Result<Self, Error> {
-        let l = model.sites.len();
-        if l < 3 {
+    /// DMRG of `mpo` from the state `mps` (at least 3 sites, as many as the MPO's), its
+    /// environments built from the right: `mps` is taken as right-canonical from site 1 on
+    /// (a product state is).
+    pub fn new(mpo: &'m Mpo<f64>, mps: Mps) -> Result<Self, Error> {
+        let l = mps.len();
+        if l < 3 || mpo.len() != l {
             return Err(Error::InvalidArgument {
-                name: "--L".into(),
-                reason: format!("{l} sites; two-site DMRG needs at least 3"),
+                name: "mps".into(),
+                reason: format!(
+                    "{l} sites for an MPO of {}; two-site DMRG needs at least 3",
+                    mpo.len()
+                ),
             });
         }
-        let mps = product_state(model)?;
-        let sym = &model.symmetry;
-        let first = trivial_space(sym, sym.zero().values())?;
-        let last = mps[l - 1].legs()[2].space.clone();
+        let first = mps.tensors[0].legs()[0].space.clone();
+        let last = mps.tensors[l - 1].legs()[2].space.clone();
         let mut left = vec![None; l];
         let mut right = vec![None; l];
-        left[0] = Some(boundary(model, &first, true)?);
-        right[l - 1] = Some(boundary(model, &last, false)?);
+        left[0] = Some(boundary(mpo, &first, true)?);
+        right[l - 1] = Some(boundary(mpo, &last, false)?);
         let mut d = Dmrg {
-            model,
+            mpo,
             mps,
             left,
             right,
@@ -115,8 +132,8 @@ impl<'m> Dmrg<'m> {
     fn update_right(&mut self, i: usize) -> Result<(), Error> {
         let t0 = Instant::now();
         let r = self.right[i].as_ref().ok_or_else(|| missing("right", i))?;
-        let b = &self.mps[i];
-        let w = &self.model.mpo.w[i];
+        let b = &self.mps.tensors[i];
+        let w = &self.mpo.w[i];
         let threads = self.threads;
         let rn = contract!(rn[a, w0, ap] := ((b[a, s, x] * r[x, w1, xp]) * w[w0, w1, sp, s]) * conj(b)[ap, sp, xp]; threads = threads)?;
         self.right[i - 1] = Some(rn);
@@ -128,8 +145,8 @@ impl<'m> Dmrg<'m> {
     fn update_left(&mut self, i: usize) -> Result<(), Error> {
         let t0 = Instant::now();
         let l = self.left[i].as_ref().ok_or_else(|| missing("left", i))?;
-        let a = &self.mps[i];
-        let w = &self.model.mpo.w[i];
+        let a = &self.mps.tensors[i];
+        let w = &self.mpo.w[i];
         let threads = self.threads;
         let ln = contract!(ln[x, w1, xp] := ((l[y, w0, yp] * a[y, s, x]) * w[w0, w1, sp, s]) * conj(a)[yp, sp, xp]; threads = threads)?;
         self.left[i + 1] = Some(ln);
@@ -146,7 +163,7 @@ impl<'m> Dmrg<'m> {
         right: bool,
     ) -> Result<(f64, f64, usize), Error> {
         let t0 = Instant::now();
-        let (a, b) = (&self.mps[i], &self.mps[i + 1]);
+        let (a, b) = (&self.mps.tensors[i], &self.mps.tensors[i + 1]);
         let two = contract!(th[x, s, t, y] := a[x, s, z] * b[z, t, y])?;
         // every block the selection rule allows, so that Heff's image fits in place
         let mut theta = DynTensor::<f64>::zeros(two.legs().to_vec(), two.charge().clone())?;
@@ -158,7 +175,7 @@ impl<'m> Dmrg<'m> {
         let r = self.right[i + 1]
             .as_ref()
             .ok_or_else(|| missing("right", i + 1))?;
-        let (w1, w2) = (&self.model.mpo.w[i], &self.model.mpo.w[i + 1]);
+        let (w1, w2) = (&self.mpo.w[i], &self.mpo.w[i + 1]);
         let heff = |x: &DynTensor<f64>| -> Result<DynTensor<f64>, Error> {
             let mut y = x.zeros_like();
             contract!(y[xp, t1, t2, yp] = (w2[v, u, t2, s2] * (w1[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans, threads = self.threads)?;
@@ -189,12 +206,13 @@ impl<'m> Dmrg<'m> {
         s.scale(1.0 / norm);
         let u = Tensor::<f64, 3>::try_from(f.u)?;
         let vh = Tensor::<f64, 3>::try_from(f.vh)?;
+        let t = &mut self.mps.tensors;
         if right {
-            self.mps[i] = u;
-            self.mps[i + 1] = contract!(n[k, t, y] := s[k, l] * vh[l, t, y])?;
+            t[i] = u;
+            t[i + 1] = contract!(n[k, t, y] := s[k, l] * vh[l, t, y])?;
         } else {
-            self.mps[i] = contract!(n[x, p, k] := u[x, p, l] * s[l, k])?;
-            self.mps[i + 1] = vh;
+            t[i] = contract!(n[x, p, k] := u[x, p, l] * s[l, k])?;
+            t[i + 1] = vh;
         }
         self.phases.factorize += t0.elapsed().as_secs_f64();
         if right {
@@ -208,6 +226,12 @@ impl<'m> Dmrg<'m> {
     /// One sweep (TeNPy's schedule) with bond dimension `chi`.
     pub fn sweep(&mut self, chi: usize) -> Result<SweepReport, Error> {
         let l = self.mps.len();
+        if chi == 0 {
+            return Err(Error::InvalidArgument {
+                name: "chi".into(),
+                reason: "a bond dimension of 0 keeps nothing; at least 1".into(),
+            });
+        }
         let t0 = Instant::now();
         let (mut energy, mut err, mut apps) = (f64::NAN, 0.0f64, 0);
         for i in 0..l - 2 {
@@ -235,19 +259,35 @@ impl<'m> Dmrg<'m> {
     }
 
     /// Bounds the effective Hamiltonian's plan cache (bytes of plans).
-    #[allow(dead_code)] // used by the tests
     pub fn set_heff_plan_capacity(&self, bytes: usize) {
         self.heff_plans.set_capacity(bytes);
     }
 
     /// The largest bond dimension of the state.
     pub fn max_bond(&self) -> usize {
-        self.mps
-            .iter()
-            .map(|t| t.legs()[2].space.dim())
-            .max()
-            .unwrap_or(0)
+        self.mps.bond_dims().into_iter().max().unwrap_or(1)
     }
+}
+
+/// A boundary environment `[mps bond Out, mpo bond Out, mps bond In]` (left) or
+/// `[In, In, Out]` (right) on the one-dimensional bond `b`: the MPO's boundary bond has one
+/// state (`start` on the left, `done` on the right).
+fn boundary(
+    mpo: &Mpo<f64>,
+    b: &std::sync::Arc<crate::Space>,
+    left: bool,
+) -> Result<Tensor<f64, 3>, Error> {
+    let w = if left {
+        &mpo.bonds[0]
+    } else {
+        &mpo.bonds[mpo.bonds.len() - 1]
+    };
+    let legs = if left {
+        [Leg::out(b), Leg::out(w), Leg::inc(b)]
+    } else {
+        [Leg::inc(b), Leg::inc(w), Leg::out(b)]
+    };
+    Tensor::from_fn(legs, b.symmetry().zero(), None, |_| 1.0)
 }
 
 fn missing(which: &str, i: usize) -> Error {
