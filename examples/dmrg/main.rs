@@ -16,7 +16,8 @@ use std::time::Instant;
 #[derive(Parser, Debug)]
 #[command(about = "Two-site DMRG on block-sparse tensors (TeNPy's settings and output)")]
 struct Args {
-    /// `heisenberg` (S=1/2 chain, U(1)) or `hubbard` (Fermi-Hubbard, t=1, U=4, U(1)xU(1)).
+    /// `heisenberg`, `xxz`, `spin1`, `j1j2`, `cylinder` (width 3), `hubbard` or `bose-hubbard`:
+    /// the models and parameters of `scripts/peer/dmrg_peer.py` (see `model.rs`).
     #[arg(long)]
     model: String,
     /// Number of sites.
@@ -136,6 +137,8 @@ fn run(args: &Args) -> Result<(), Error> {
         write_updates(path, &dmrg.update_log)?;
     }
     if args.measure {
+        let bond = model.mpo.bond_dims().into_iter().max().unwrap_or(1);
+        println!("measure mpo_bond_dim {bond}");
         measure(&model, &dmrg.mps)?;
     }
     let c = blockcontract::plan_caches();
@@ -189,10 +192,10 @@ fn measure(model: &model::Model, mps: &blockcontract::mps::Mps) -> Result<(), Er
             .collect::<Vec<_>>()
             .join(" ")
     };
-    let op = if model.name == "hubbard" {
-        "Ntot"
-    } else {
-        "Sz"
+    let op = match model.name {
+        "hubbard" => "Ntot",
+        "bose-hubbard" => "N",
+        _ => "Sz",
     };
     println!(
         "measure <{op}> {}",

@@ -13,6 +13,13 @@ Models (TeNPy built-ins, open chains, the sectors DMRG starts in):
     hubbard     Fermi-Hubbard chain, t=1, U=4, mu=0, Jordan-Wigner MPO,
                 N and Sz conserved (U(1)xU(1), charges N and 2*Sz),
                 start (up, down, ...), half filling, Sz=0
+    xxz         S=1/2 XXZ chain in a field, Jz=0.5, hz=0.2, Neel start
+    spin1       spin-1 Heisenberg chain with D Sz^2, D=0.3, Neel start (up, down, ...)
+    j1j2        S=1/2 J1-J2 chain, J1=1, J2=0.3, Neel start
+    cylinder    S=1/2 Heisenberg on a width-3 cylinder (Square lattice, Ly=3, periodic
+                in y, MPS order y fastest), L = 3 Lx sites, Neel start in MPS order
+    bose-hubbard  Bose-Hubbard chain, t=1, U=4, n_max=3, N conserved, one boson a site
+(the project's copy adds the last five; examples/dmrg has the same models)
 
 Output, one line per sweep:
     sweep K chi C E <energy> max_trunc_err <eps> time_s <seconds>
@@ -41,22 +48,67 @@ from tenpy.networks.mps import MPS
 
 
 def make_model(model, L):
+    """The model and its start state; the parameters are fixed (examples/dmrg uses the same)."""
+    from tenpy.models.spins import SpinChain, SpinModel
+    from tenpy.models.hubbard import FermiHubbardChain, BoseHubbardChain
+    neel = ['up', 'down'] * (L // 2) + ['up'] * (L % 2)
+    spin = {'Jx': 1., 'Jy': 1., 'Jz': 1., 'hz': 0., 'conserve': 'Sz', 'bc_MPS': 'finite'}
     if model == 'heisenberg':
-        from tenpy.models.spins import SpinChain
-        M = SpinChain({'L': L, 'S': 0.5, 'Jx': 1., 'Jy': 1., 'Jz': 1., 'hz': 0.,
-                       'conserve': 'Sz', 'bc_MPS': 'finite'})
+        M = SpinChain(dict(spin, L=L, S=0.5))
+    elif model == 'xxz':
+        # XXZ chain in a field: Jz = 0.5, hz = 0.2
+        M = SpinChain(dict(spin, L=L, S=0.5, Jz=0.5, hz=0.2))
+    elif model == 'spin1':
+        # spin-1 Heisenberg chain with single-ion anisotropy D = 0.3
+        M = SpinChain(dict(spin, L=L, S=1., D=0.3))
+    elif model == 'j1j2':
+        M = J1J2Chain({'L': L, 'J2': 0.3, 'bc_MPS': 'finite'})
+    elif model == 'cylinder':
+        # S=1/2 Heisenberg on a width-3 cylinder, L = 3 Lx sites, MPS order y fastest
+        if L % 3:
+            raise SystemExit('cylinder: L must be a multiple of 3')
+        M = SpinModel(dict(spin, lattice='Square', Lx=L // 3, Ly=3, bc_y='cylinder', S=0.5))
     elif model == 'hubbard':
-        from tenpy.models.hubbard import FermiHubbardChain
         M = FermiHubbardChain({'L': L, 't': 1., 'U': 4., 'mu': 0., 'cons_N': 'N',
                                'cons_Sz': 'Sz', 'bc_MPS': 'finite'})
+    elif model == 'bose-hubbard':
+        # t = 1, U = 4, at most 3 bosons a site, one per site to start
+        M = BoseHubbardChain({'L': L, 't': 1., 'U': 4., 'n_max': 3, 'conserve': 'N',
+                              'bc_MPS': 'finite'})
+        return M, ['1'] * L
     else:
-        raise SystemExit('unknown model %r (heisenberg, hubbard)' % model)
-    return M, ['up', 'down'] * (L // 2)
+        raise SystemExit('unknown model %r' % model)
+    return M, neel
+
+
+def _j1j2_class():
+    from tenpy.models.model import CouplingMPOModel
+    from tenpy.networks.site import SpinHalfSite
+
+    class J1J2(CouplingMPOModel):
+        """S=1/2 chain with J1 = 1 (nearest) and J2 (next-nearest) Heisenberg couplings."""
+        default_lattice = 'Chain'
+        force_default_lattice = True
+
+        def init_sites(self, model_params):
+            return SpinHalfSite(conserve='Sz')
+
+        def init_terms(self, model_params):
+            j2 = model_params.get('J2', 0.3)
+            for j, dx in [(1., 1), (j2, 2)]:
+                self.add_coupling(0.5 * j, 0, 'Sp', 0, 'Sm', dx, plus_hc=True)
+                self.add_coupling(j, 0, 'Sz', 0, 'Sz', dx)
+    return J1J2
+
+
+def J1J2Chain(params):
+    return _j1j2_class()(params)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('--model', required=True, choices=['heisenberg', 'hubbard'])
+    ap.add_argument('--model', required=True,
+                    choices=['heisenberg', 'xxz', 'spin1', 'j1j2', 'cylinder', 'hubbard', 'bose-hubbard'])
     ap.add_argument('--L', type=int, required=True)
     ap.add_argument('--chi', default='64,128', help='bond dimension per stage, comma separated')
     ap.add_argument('--sweeps', default='2,2', help='sweeps per stage, comma separated')
@@ -103,10 +155,11 @@ def main():
                 print('sweep %d chi %d E %.12f max_trunc_err %.3e time_s %.3f' % (k, chi, E, err, dt),
                       flush=True)
     print('total %s L %d E %.12f time_s %.3f sweeps %d lanczos_vectors %d' % (a.model, a.L, E, total, k, matvecs))
-    print('updates %d lanczos_updates %d ed_updates %d' % (n_updates, n_updates - n_ed, n_ed))
+    print('updates %d lanczos_updates %d ed_updates %d mpo_bond_dim %d' % (
+        n_updates, n_updates - n_ed, n_ed, max(M.H_MPO.chi)))
     if a.measure:
         fmt = lambda v: ' '.join('%.6f' % x for x in v)
-        op = 'Ntot' if a.model == 'hubbard' else 'Sz'
+        op = {'hubbard': 'Ntot', 'bose-hubbard': 'N'}.get(a.model, 'Sz')
         print('measure <%s> %s' % (op, fmt(psi.expectation_value(op))))
         print('measure entropy %s' % fmt(psi.entanglement_entropy()))
         e = M.H_MPO.expectation_value(psi)

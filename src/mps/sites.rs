@@ -47,8 +47,9 @@ fn charges(conserve: ParticleConserve, n: &[i64]) -> Result<(Symmetry, Vec<Vec<i
 }
 
 impl Site {
-    /// A spin `S = twice_s / 2` (1/2, 1, 3/2, ...): states `m = -S..=S` (labels `down`, `up`
-    /// for S = 1/2, else `2m` as `-2`, `0`, `2`), charge `2m` under [`SpinConserve::Sz`].
+    /// A spin `S = twice_s / 2` (1/2, 1, 3/2, ...): states `m = -S..=S` (labels `down` for
+    /// `-S`, `up` for `+S`, `2m` in between: `down`, `0`, `up` for S = 1), charge `2m` under
+    /// [`SpinConserve::Sz`].
     /// Operators `Id`, `Sz`, `Sp`, `Sm` (`<m+1|S+|m> = sqrt(S(S+1) - m(m+1))`), and `Sx`
     /// without conservation.
     pub fn spin(twice_s: u32, conserve: SpinConserve) -> Result<Site> {
@@ -60,11 +61,15 @@ impl Site {
         }
         let d = twice_s as usize + 1;
         let twice_m: Vec<i64> = (0..d).map(|i| 2 * i as i64 - twice_s as i64).collect();
-        let labels: Vec<String> = if twice_s == 1 {
-            vec!["down".into(), "up".into()]
-        } else {
-            twice_m.iter().map(|m| m.to_string()).collect()
-        };
+        // TeNPy's labels: `down` and `up` for m = -S and +S, `2m` in between
+        let labels: Vec<String> = twice_m
+            .iter()
+            .map(|&m| match m {
+                m if m == -(twice_s as i64) => "down".to_string(),
+                m if m == twice_s as i64 => "up".to_string(),
+                m => m.to_string(),
+            })
+            .collect();
         let (sym, qs) = match conserve {
             SpinConserve::Sz => (Symmetry::u1(), twice_m.iter().map(|&m| vec![m]).collect()),
             SpinConserve::None => (Symmetry::none(), vec![vec![]; d]),
