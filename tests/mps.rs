@@ -597,3 +597,81 @@ fn measurements_match_the_dense_state_vector() {
     }
     assert!(mps.correlation(&sites, &[("Cu", 9)]).is_err());
 }
+
+#[test]
+fn a_saved_state_loads_back_and_a_bad_file_is_refused() {
+    let l = 6;
+    let sites = vec![Site::spinful_fermion(ParticleConserve::N).unwrap(); l];
+    let mut terms = Vec::new();
+    for i in 0..l - 1 {
+        terms.push((-1.0, vec![("Cdu", i), ("Cu", i + 1)]));
+        terms.push((-1.0, vec![("Cdu", i + 1), ("Cu", i)]));
+        terms.push((-1.0, vec![("Cdd", i), ("Cd", i + 1)]));
+        terms.push((-1.0, vec![("Cdd", i + 1), ("Cd", i)]));
+    }
+    let (mpo, mps) = state(&sites, &terms, 12);
+    let path = std::env::temp_dir().join(format!("blockcontract-mps-{}.bin", std::process::id()));
+    mps.save(&path).unwrap();
+    let back = Mps::load(&path).unwrap();
+    assert_eq!(back.len(), mps.len());
+    for (a, b) in back.tensors.iter().zip(&mps.tensors) {
+        assert_eq!(a.num_blocks(), b.num_blocks());
+        assert_eq!(
+            a.to_dense().unwrap(),
+            b.to_dense().unwrap(),
+            "values exactly equal"
+        );
+    }
+    close(
+        back.overlap(&mps).unwrap(),
+        mps.norm_squared().unwrap(),
+        "overlap with itself",
+    );
+    let (e0, _) = mps.energy_and_variance(&mpo).unwrap();
+    let (e1, _) = back.energy_and_variance(&mpo).unwrap();
+    assert_eq!(e0, e1);
+    // the loaded state works with the original MPO in a DMRG run
+    let mut d = Dmrg::new(&mpo, back).unwrap();
+    assert!(d.sweep(12).unwrap().energy <= e0 + 1e-10);
+
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let refused = |b: &[u8], what: &str, needle: &str| match Mps::from_bytes(b) {
+        Err(Error::StateFile { reason, .. }) => {
+            assert!(reason.contains(needle), "{what}: {reason}")
+        }
+        other => panic!("{what}: expected StateFile, got {other:?}"),
+    };
+    refused(&bytes[..bytes.len() - 9], "truncated values", "truncated");
+    refused(&bytes[..40], "truncated header", "truncated");
+    refused(
+        &bytes[..7],
+        "shorter than the magic",
+        "not a blockcontract MPS file",
+    );
+    let mut flipped = bytes.clone();
+    let last = flipped.len() - 3;
+    flipped[last] ^= 0x40;
+    refused(&flipped, "a flipped value bit", "checksum");
+    refused(
+        b"{\"sites\": []}\n plain JSON, not ours",
+        "foreign",
+        "not a blockcontract MPS file",
+    );
+    let mut text = bytes.clone();
+    let h = u64::from_le_bytes(text[8..16].try_into().unwrap()) as usize;
+    let header = String::from_utf8(text[16..16 + h].to_vec()).unwrap();
+    let v2 = header.replace("\"version\":1", "\"version\":2");
+    assert_ne!(v2, header);
+    text.splice(16..16 + h, v2.bytes());
+    refused(&text, "another version", "version 2");
+    let mut garbled = bytes.clone();
+    garbled[20] = b'#';
+    refused(&garbled, "a broken header", "header");
+    // a file that does not exist is an I/O error naming it
+    let e = Mps::load("/nonexistent/state.bin").unwrap_err();
+    assert!(
+        matches!(&e, Error::Io { path, .. } if path.contains("nonexistent")),
+        "{e}"
+    );
+}

@@ -265,6 +265,14 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A saved matrix-product state that cannot be read: another format, truncated, corrupted.
+    #[error("state file {path}: {reason}")]
+    StateFile {
+        /// The file (empty when read from bytes).
+        path: String,
+        /// Why it cannot be read.
+        reason: String,
+    },
     /// An I/O error, with the path.
     #[error("cannot read {path}: {reason}")]
     Io {

@@ -1,6 +1,7 @@
 //! Tensor networks on the contraction layer: lattice sites with their operators and
 //! charges, matrix-product operators built from a sum of terms, matrix-product states with
-//! their measurements, and two-site DMRG. Every contraction in it is a `contract!`.
+//! their measurements and a file format ([`Mps::save`], [`Mps::load`]), and two-site DMRG.
+//! Every contraction in it is a `contract!`.
 //!
 //! ```
 //! use blockcontract::mps::{Mpo, Site, SpinConserve, Terms};
@@ -20,6 +21,7 @@
 //! ```
 
 mod dmrg;
+mod file;
 mod mpo;
 mod site;
 mod sites;
