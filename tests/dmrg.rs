@@ -260,3 +260,42 @@ fn exact_references_are_right() {
     let want = (4.0 - (16.0f64 + 16.0).sqrt()) / 2.0;
     assert!((hubbard_exact(2) - want).abs() < 1e-12);
 }
+
+#[test]
+fn a_schedule_runs_to_its_end_or_stops_on_convergence() {
+    use blockcontract::mps::Stop;
+    let exact = heisenberg_exact(10);
+    let m = heisenberg(10);
+    let mut seen = 0;
+    let reports = m
+        .dmrg()
+        .run(
+            &[(8, 1), (32, 10)],
+            &Stop {
+                energy: 1e-10,
+                discarded_weight: 1e-8,
+            },
+            |_| seen += 1,
+        )
+        .unwrap();
+    assert_eq!(seen, reports.len());
+    assert!(
+        reports.len() < 11,
+        "converged early: {} sweeps",
+        reports.len()
+    );
+    assert!(reports.len() >= 3, "at least two sweeps of the last stage");
+    let last = reports.last().unwrap();
+    assert!(
+        (last.energy - exact).abs() < 1e-9,
+        "{} vs {exact}",
+        last.energy
+    );
+    assert_eq!((reports[0].chi, last.chi), (8, 32));
+    let all = m
+        .dmrg()
+        .run(&[(8, 2), (16, 2)], &Stop::never(), |_| {})
+        .unwrap();
+    let chis: Vec<usize> = all.iter().map(|r| r.chi).collect();
+    assert_eq!(chis, [8, 8, 16, 16]);
+}

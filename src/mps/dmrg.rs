@@ -70,6 +70,25 @@ pub struct Dmrg<'m> {
     pub update_log: Vec<UpdateRecord>,
 }
 
+/// When [`Dmrg::run`] stops before its schedule ends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stop {
+    /// A sweep that moves the energy by less than this (absolute) ...
+    pub energy: f64,
+    /// ... and discards less weight than this at every truncation ends the run.
+    pub discarded_weight: f64,
+}
+
+impl Stop {
+    /// Never stop early: the whole schedule runs.
+    pub fn never() -> Stop {
+        Stop {
+            energy: 0.0,
+            discarded_weight: 0.0,
+        }
+    }
+}
+
 /// One local update: where, how large, and how many Lanczos applications it took.
 #[derive(Debug, Clone, Copy)]
 pub struct UpdateRecord {
@@ -221,6 +240,38 @@ impl<'m> Dmrg<'m> {
             self.update_right(i + 1)?;
         }
         Ok((gs.value, f.discarded_weight, gs.applications))
+    }
+
+    /// Sweeps by `schedule`, `(chi, sweeps)` stages in order, calling `report` after each
+    /// sweep; stops early, after at least one sweep of the last stage, once a sweep moves the
+    /// energy by less than `stop.energy` and truncates less than `stop.discarded_weight`.
+    /// Returns the reports of the sweeps made.
+    pub fn run(
+        &mut self,
+        schedule: &[(usize, usize)],
+        stop: &Stop,
+        mut report: impl FnMut(&SweepReport),
+    ) -> Result<Vec<SweepReport>, Error> {
+        let mut out: Vec<SweepReport> = Vec::new();
+        for (stage, &(chi, sweeps)) in schedule.iter().enumerate() {
+            for k in 0..sweeps {
+                let r = self.sweep(chi)?;
+                report(&r);
+                let moved = out
+                    .last()
+                    .map_or(f64::INFINITY, |p| (p.energy - r.energy).abs());
+                out.push(r);
+                let last_stage = stage + 1 == schedule.len();
+                if last_stage
+                    && k > 0
+                    && moved < stop.energy
+                    && r.max_trunc_err < stop.discarded_weight
+                {
+                    return Ok(out);
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// One sweep (TeNPy's schedule) with bond dimension `chi`.

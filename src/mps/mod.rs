@@ -27,7 +27,7 @@ mod site;
 mod sites;
 mod state;
 
-pub use dmrg::{Dmrg, Phases, SweepReport, UpdateRecord};
+pub use dmrg::{Dmrg, Phases, Stop, SweepReport, UpdateRecord};
 pub use mpo::{Mpo, Term, Terms};
 pub use site::{Operator, ParticleConserve, Site, SpinConserve};
 pub use state::Mps;
