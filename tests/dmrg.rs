@@ -299,3 +299,77 @@ fn a_schedule_runs_to_its_end_or_stops_on_convergence() {
     let chis: Vec<usize> = all.iter().map(|r| r.chi).collect();
     assert_eq!(chis, [8, 8, 16, 16]);
 }
+
+/// Spinless fermions with hopping `t e^(i phi)` on an open chain of `l` sites, half filled.
+fn complex_hopping(
+    l: usize,
+    phi: f64,
+) -> (
+    Vec<Site>,
+    Mpo<blockcontract::Complex64>,
+    Mps<blockcontract::Complex64>,
+) {
+    use blockcontract::Complex64;
+    let sites = vec![Site::spinless_fermion(ParticleConserve::N).unwrap(); l];
+    let hop = Complex64::from_polar(1.0, phi);
+    let mut h = Terms::new();
+    for i in 0..l - 1 {
+        h.add(-hop, &[("Cd", i), ("C", i + 1)]);
+        h.add(-hop.conj(), &[("Cd", i + 1), ("C", i)]);
+    }
+    let mpo = Mpo::from_terms(&sites, &h).unwrap();
+    let labels: Vec<&str> = (0..l)
+        .map(|i| if i % 2 == 0 { "full" } else { "empty" })
+        .collect();
+    let mps = Mps::product(&sites, &labels).unwrap();
+    (sites, mpo, mps)
+}
+
+#[test]
+fn complex_dmrg_finds_the_gauge_invariant_ground_state() {
+    // an open chain's hopping phase is a gauge: the energy is that of free fermions,
+    // the sum of the l/2 lowest -2 cos(k pi / (l + 1))
+    let l = 8;
+    let exact: f64 = (1..=l / 2)
+        .map(|k| -2.0 * (k as f64 * std::f64::consts::PI / (l as f64 + 1.0)).cos())
+        .sum();
+    for phi in [0.0, 0.7] {
+        let (sites, mpo, mps) = complex_hopping(l, phi);
+        let mut d = Dmrg::new(&mpo, mps).unwrap();
+        let mut e = f64::NAN;
+        for _ in 0..4 {
+            e = d.sweep(16).unwrap().energy;
+        }
+        assert!((e - exact).abs() < 1e-10, "phi {phi}: {e} vs {exact}");
+        let (h, var) = d.mps.energy_and_variance(&mpo).unwrap();
+        assert!((h - exact).abs() < 1e-10 && var.abs() < 1e-9, "{h} {var}");
+        // <c+_3 c_4> carries the phase: |.| is gauge invariant, the phase is -phi
+        let g = d.mps.correlation(&sites, &[("Cd", 3), ("C", 4)]).unwrap();
+        if phi != 0.0 {
+            assert!(
+                (g.arg() + phi).abs() < 1e-8
+                    || (g.arg() + phi - std::f64::consts::TAU).abs() < 1e-8,
+                "{g}"
+            );
+        } else {
+            assert!(g.im.abs() < 1e-12, "{g}");
+        }
+    }
+}
+
+#[test]
+fn one_and_two_threads_agree() {
+    let m = hubbard(8);
+    let mut energies = Vec::new();
+    for threads in [1, 2] {
+        blockcontract::linalg::set_threads(threads);
+        let mut d = m.dmrg();
+        d.threads = threads;
+        let r: Vec<f64> = (0..3).map(|_| d.sweep(32).unwrap().energy).collect();
+        energies.push(r);
+    }
+    blockcontract::linalg::set_threads(1);
+    for (a, b) in energies[0].iter().zip(&energies[1]) {
+        assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+    }
+}

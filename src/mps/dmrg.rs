@@ -7,7 +7,7 @@
 use super::mpo::Mpo;
 use super::state::Mps;
 use crate::linalg::{lanczos, svd, LanczosOptions, Truncation};
-use crate::{contract, CacheStats, DynTensor, Error, Leg, PlanCache, Tensor};
+use crate::{contract, CacheStats, DynTensor, Error, Leg, PlanCache, Scalar, Tensor};
 use std::time::Instant;
 
 /// Seconds spent per phase.
@@ -39,14 +39,14 @@ pub struct SweepReport {
 }
 
 /// The state of a DMRG run on the Hamiltonian `mpo`.
-pub struct Dmrg<'m> {
-    mpo: &'m Mpo<f64>,
+pub struct Dmrg<'m, T: Scalar = f64> {
+    mpo: &'m Mpo<T>,
     /// The state, updated in place.
-    pub mps: Mps,
+    pub mps: Mps<T>,
     /// `left[i]`: the environment of sites `< i` (`[ket Out, mpo Out, bra In]`).
-    left: Vec<Option<Tensor<f64, 3>>>,
+    left: Vec<Option<Tensor<T, 3>>>,
     /// `right[i]`: the environment of sites `> i` (`[ket In, mpo In, bra Out]`).
-    right: Vec<Option<Tensor<f64, 3>>>,
+    right: Vec<Option<Tensor<T, 3>>>,
     /// Seconds per phase so far.
     pub phases: Phases,
     /// The local eigensolver's settings.
@@ -104,11 +104,11 @@ pub struct UpdateRecord {
     pub energy: f64,
 }
 
-impl<'m> Dmrg<'m> {
+impl<'m, T: Scalar> Dmrg<'m, T> {
     /// DMRG of `mpo` from the state `mps` (at least 3 sites, as many as the MPO's), its
     /// environments built from the right: `mps` is taken as right-canonical from site 1 on
     /// (a product state is).
-    pub fn new(mpo: &'m Mpo<f64>, mps: Mps) -> Result<Self, Error> {
+    pub fn new(mpo: &'m Mpo<T>, mps: Mps<T>) -> Result<Self, Error> {
         let l = mps.len();
         if l < 3 || mpo.len() != l {
             return Err(Error::InvalidArgument {
@@ -185,8 +185,8 @@ impl<'m> Dmrg<'m> {
         let (a, b) = (&self.mps.tensors[i], &self.mps.tensors[i + 1]);
         let two = contract!(th[x, s, t, y] := a[x, s, z] * b[z, t, y])?;
         // every block the selection rule allows, so that Heff's image fits in place
-        let mut theta = DynTensor::<f64>::zeros(two.legs().to_vec(), two.charge().clone())?;
-        theta.axpy(1.0, &two)?;
+        let mut theta = DynTensor::<T>::zeros(two.legs().to_vec(), two.charge().clone())?;
+        theta.axpy(T::one(), &two)?;
         self.phases.factorize += t0.elapsed().as_secs_f64();
 
         let t0 = Instant::now();
@@ -195,7 +195,7 @@ impl<'m> Dmrg<'m> {
             .as_ref()
             .ok_or_else(|| missing("right", i + 1))?;
         let (w1, w2) = (&self.mpo.w[i], &self.mpo.w[i + 1]);
-        let heff = |x: &DynTensor<f64>| -> Result<DynTensor<f64>, Error> {
+        let heff = |x: &DynTensor<T>| -> Result<DynTensor<T>, Error> {
             let mut y = x.zeros_like();
             contract!(y[xp, t1, t2, yp] = (w2[v, u, t2, s2] * (w1[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans, threads = self.threads)?;
             Ok(y)
@@ -221,10 +221,10 @@ impl<'m> Dmrg<'m> {
             &Truncation::new(chi, self.cutoff),
         )?;
         let norm = f.singular_values.iter().map(|s| s * s).sum::<f64>().sqrt();
-        let mut s = Tensor::<f64, 2>::try_from(f.s)?;
-        s.scale(1.0 / norm);
-        let u = Tensor::<f64, 3>::try_from(f.u)?;
-        let vh = Tensor::<f64, 3>::try_from(f.vh)?;
+        let mut s = Tensor::<T, 2>::try_from(f.s)?;
+        s.scale(T::from_f64(1.0 / norm));
+        let u = Tensor::<T, 3>::try_from(f.u)?;
+        let vh = Tensor::<T, 3>::try_from(f.vh)?;
         let t = &mut self.mps.tensors;
         if right {
             t[i] = u;
@@ -323,11 +323,11 @@ impl<'m> Dmrg<'m> {
 /// A boundary environment `[mps bond Out, mpo bond Out, mps bond In]` (left) or
 /// `[In, In, Out]` (right) on the one-dimensional bond `b`: the MPO's boundary bond has one
 /// state (`start` on the left, `done` on the right).
-fn boundary(
-    mpo: &Mpo<f64>,
+fn boundary<T: Scalar>(
+    mpo: &Mpo<T>,
     b: &std::sync::Arc<crate::Space>,
     left: bool,
-) -> Result<Tensor<f64, 3>, Error> {
+) -> Result<Tensor<T, 3>, Error> {
     let w = if left {
         &mpo.bonds[0]
     } else {
@@ -338,7 +338,7 @@ fn boundary(
     } else {
         [Leg::inc(b), Leg::inc(w), Leg::out(b)]
     };
-    Tensor::from_fn(legs, b.symmetry().zero(), None, |_| 1.0)
+    Tensor::from_fn(legs, b.symmetry().zero(), None, |_| T::one())
 }
 
 fn missing(which: &str, i: usize) -> Error {

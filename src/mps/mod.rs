@@ -1,5 +1,6 @@
 //! Tensor networks on the contraction layer: lattice sites with their operators and
-//! charges, matrix-product operators built from a sum of terms, matrix-product states with
+//! charges, matrix-product operators built from a sum of terms (real or complex couplings),
+//! matrix-product states (`f64` or `Complex64`) with
 //! their measurements and a file format ([`Mps::save`], [`Mps::load`]), and two-site DMRG.
 //! Every contraction in it is a `contract!`.
 //!

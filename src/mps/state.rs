@@ -9,14 +9,14 @@
 use super::mpo::{local_ops, Mpo, Term};
 use super::site::{Operator, Site};
 use crate::linalg::{lq, svd, Truncation};
-use crate::{contract, DynTensor, Error, Leg, Result, Space, Symmetry, Tensor};
+use crate::{contract, DynTensor, Error, Leg, Result, Scalar, Space, Symmetry, Tensor};
 use std::sync::Arc;
 
-/// A finite matrix-product state on real numbers.
+/// A finite matrix-product state of element type `T` (`f64` or `Complex64`).
 #[derive(Debug, Clone)]
-pub struct Mps {
+pub struct Mps<T = f64> {
     /// The site tensors.
-    pub tensors: Vec<Tensor<f64, 3>>,
+    pub tensors: Vec<Tensor<T, 3>>,
 }
 
 /// A one-state block space of charge `q`.
@@ -26,7 +26,7 @@ fn trivial(sym: &Symmetry, q: &[i64]) -> Result<Arc<Space>> {
 
 /// A one-site operator as a tensor `[bra In, ket Out]` (its charge the negated charge it adds),
 /// holding only its nonzero blocks.
-fn op_tensor(site: &Site, label: &str, op: &Operator) -> Result<Tensor<f64, 2>> {
+fn op_tensor<T: Scalar>(site: &Site, label: &str, op: &Operator) -> Result<Tensor<T, 2>> {
     let sym = site.space().symmetry();
     let q = sym.charge(&site.charge_of(label, op)?)?;
     let space = site.space();
@@ -42,13 +42,20 @@ fn op_tensor(site: &Site, label: &str, op: &Operator) -> Result<Tensor<f64, 2>> 
     }
     let keys: Vec<Vec<usize>> = keys.into_iter().collect();
     let legs = vec![Leg::inc(space), Leg::out(space)];
-    let t = DynTensor::from_fn(legs, sym.neg(&q), Some(&keys), |i| op.at(i[0], i[1]))?;
+    let t = DynTensor::from_fn(legs, sym.neg(&q), Some(&keys), |i| {
+        T::from_f64(op.at(i[0], i[1]))
+    })?;
     Tensor::try_from(t)
 }
 
-impl Mps {
+/// The sum of a tensor's entries (a one-entry tensor's value).
+fn total<T: Scalar, const N: usize>(t: &Tensor<T, N>) -> T {
+    t.data().iter().fold(T::zero(), |a, &x| a + x)
+}
+
+impl<T: Scalar> Mps<T> {
     /// The product state with site `i` in the state `labels[i]` of `sites[i]`.
-    pub fn product(sites: &[Site], labels: &[&str]) -> Result<Mps> {
+    pub fn product(sites: &[Site], labels: &[&str]) -> Result<Mps<T>> {
         if sites.is_empty() || sites.len() != labels.len() {
             return Err(Error::InvalidArgument {
                 name: "labels".into(),
@@ -73,9 +80,9 @@ impl Mps {
             let key = [vec![0, sector, 0]];
             let t = DynTensor::from_fn(legs, sym.zero(), Some(&key), |i| {
                 if i[1] == s {
-                    1.0
+                    T::one()
                 } else {
-                    0.0
+                    T::zero()
                 }
             })?;
             tensors.push(Tensor::try_from(t)?);
@@ -102,12 +109,12 @@ impl Mps {
 
     /// `E[i]`: the sites before `i` contracted with their conjugates, `[ket Out, bra In]`,
     /// optionally with an operator (`ops[i - first]`) on each site from `first`.
-    fn left_env(&self, upto: usize, ops: &[(usize, Tensor<f64, 2>)]) -> Result<Tensor<f64, 2>> {
+    fn left_env(&self, upto: usize, ops: &[(usize, Tensor<T, 2>)]) -> Result<Tensor<T, 2>> {
         let first = &self.tensors[0];
         let b = first.legs()[0].space.clone();
         let sym = b.symmetry().clone();
         let mut e =
-            Tensor::<f64, 2>::from_fn([Leg::out(&b), Leg::inc(&b)], sym.zero(), None, |_| 1.0)?;
+            Tensor::<T, 2>::from_fn([Leg::out(&b), Leg::inc(&b)], sym.zero(), None, |_| T::one())?;
         for (i, a) in self.tensors[..upto].iter().enumerate() {
             e = match ops.iter().find(|(j, _)| *j == i) {
                 Some((_, o)) => {
@@ -122,11 +129,11 @@ impl Mps {
     /// `<self|self>`.
     pub fn norm_squared(&self) -> Result<f64> {
         let e = self.left_env(self.len(), &[])?;
-        Ok(e.data().iter().sum())
+        Ok(total(&e).re())
     }
 
     /// `<self|other>` (the same sites, charges and boundary bonds).
-    pub fn overlap(&self, other: &Mps) -> Result<f64> {
+    pub fn overlap(&self, other: &Mps<T>) -> Result<T> {
         if self.len() != other.len() {
             return Err(Error::InvalidArgument {
                 name: "other".into(),
@@ -136,16 +143,16 @@ impl Mps {
         let b = self.tensors[0].legs()[0].space.clone();
         let sym = b.symmetry().clone();
         let mut e =
-            Tensor::<f64, 2>::from_fn([Leg::out(&b), Leg::inc(&b)], sym.zero(), None, |_| 1.0)?;
+            Tensor::<T, 2>::from_fn([Leg::out(&b), Leg::inc(&b)], sym.zero(), None, |_| T::one())?;
         for (a, c) in other.tensors.iter().zip(&self.tensors) {
             e = contract!(n[y, yp] := (e[x, xp] * a[x, s, y]) * conj(c)[xp, s, yp])?;
         }
-        Ok(e.data().iter().sum())
+        Ok(total(&e))
     }
 
     /// `<O>` of the product of operators `ops` (`(name, site)`, in the order of the product;
     /// fermionic operators get their Jordan-Wigner strings), over `<self|self>`.
-    pub fn correlation(&self, sites: &[Site], ops: &[(&str, usize)]) -> Result<f64> {
+    pub fn correlation(&self, sites: &[Site], ops: &[(&str, usize)]) -> Result<T> {
         self.check_sites(sites)?;
         let term = Term {
             coupling: 1.0,
@@ -153,9 +160,9 @@ impl Mps {
         };
         let local = local_ops(sites, 0, &term)?;
         if local.ops.iter().any(|(_, o)| o.is_zero()) {
-            return Ok(0.0);
+            return Ok(T::zero());
         }
-        let tensors: Vec<(usize, Tensor<f64, 2>)> = local
+        let tensors: Vec<(usize, Tensor<T, 2>)> = local
             .ops
             .iter()
             .enumerate()
@@ -166,12 +173,12 @@ impl Mps {
             })
             .collect::<Result<_>>()?;
         let e = self.left_env(self.len(), &tensors)?;
-        let value: f64 = e.data().iter().sum();
-        Ok(local.sign * value / self.norm_squared()?)
+        let value = total(&e);
+        Ok(value * T::from_f64(local.sign / self.norm_squared()?))
     }
 
     /// `<O_i>` on every site, over `<self|self>`.
-    pub fn expectation(&self, sites: &[Site], name: &str) -> Result<Vec<f64>> {
+    pub fn expectation(&self, sites: &[Site], name: &str) -> Result<Vec<T>> {
         (0..self.len())
             .map(|i| self.correlation(sites, &[(name, i)]))
             .collect()
@@ -188,7 +195,7 @@ impl Mps {
     }
 
     /// `<H>` and `<H^2> - <H>^2` for the MPO `h`, over `<self|self>`.
-    pub fn energy_and_variance(&self, h: &Mpo<f64>) -> Result<(f64, f64)> {
+    pub fn energy_and_variance(&self, h: &Mpo<T>) -> Result<(f64, f64)> {
         if h.len() != self.len() {
             return Err(Error::InvalidArgument {
                 name: "mpo".into(),
@@ -198,18 +205,15 @@ impl Mps {
         let b = self.tensors[0].legs()[0].space.clone();
         let (w0, sym) = (h.bonds[0].clone(), b.symmetry().clone());
         let legs = [Leg::out(&b), Leg::out(&w0), Leg::inc(&b)];
-        let mut e = Tensor::<f64, 3>::from_fn(legs, sym.zero(), None, |_| 1.0)?;
+        let mut e = Tensor::<T, 3>::from_fn(legs, sym.zero(), None, |_| T::one())?;
         let legs = [Leg::out(&b), Leg::out(&w0), Leg::out(&w0), Leg::inc(&b)];
-        let mut e2 = Tensor::<f64, 4>::from_fn(legs, sym.zero(), None, |_| 1.0)?;
+        let mut e2 = Tensor::<T, 4>::from_fn(legs, sym.zero(), None, |_| T::one())?;
         for (a, w) in self.tensors.iter().zip(&h.w) {
             e = contract!(n[y, v, yp] := ((e[x, u, xp] * a[x, s, y]) * w[u, v, t, s]) * conj(a)[xp, t, yp])?;
             e2 = contract!(n[y, v1, v2, yp] := (((e2[x, u1, u2, xp] * a[x, s, y]) * w[u1, v1, t, s]) * w[u2, v2, r, t]) * conj(a)[xp, r, yp])?;
         }
         let n = self.norm_squared()?;
-        let (h1, h2) = (
-            e.data().iter().sum::<f64>() / n,
-            e2.data().iter().sum::<f64>() / n,
-        );
+        let (h1, h2) = (total(&e).re() / n, total(&e2).re() / n);
         Ok((h1, h2 - h1 * h1))
     }
 
@@ -218,13 +222,13 @@ impl Mps {
     /// the Schmidt values are read off from left to right.
     pub fn entanglement_entropies(&self) -> Result<Vec<f64>> {
         let l = self.len();
-        let mut t: Vec<DynTensor<f64>> = self.tensors.iter().map(|x| x.clone().into()).collect();
+        let mut t: Vec<DynTensor<T>> = self.tensors.iter().map(|x| x.clone().into()).collect();
         // right-canonical from the right: t[i] = r * q, r pushed into t[i - 1]
         for i in (1..l).rev() {
             let (r, q) = lq(&t[i], &[0], &[1, 2])?;
             t[i] = q;
-            let a = Tensor::<f64, 3>::try_from(t[i - 1].clone())?;
-            let r = Tensor::<f64, 2>::try_from(r)?;
+            let a = Tensor::<T, 3>::try_from(t[i - 1].clone())?;
+            let r = Tensor::<T, 2>::try_from(r)?;
             t[i - 1] = contract!(n[x, s, k] := a[x, s, y] * r[y, k])?.into();
         }
         let mut out = Vec::with_capacity(l.saturating_sub(1));
@@ -240,10 +244,10 @@ impl Mps {
                     .sum::<f64>(),
             );
             let (s, vh) = (
-                Tensor::<f64, 2>::try_from(f.s)?,
-                Tensor::<f64, 2>::try_from(f.vh)?,
+                Tensor::<T, 2>::try_from(f.s)?,
+                Tensor::<T, 2>::try_from(f.vh)?,
             );
-            let next = Tensor::<f64, 3>::try_from(t[i + 1].clone())?;
+            let next = Tensor::<T, 3>::try_from(t[i + 1].clone())?;
             t[i + 1] = contract!(n[k, s2, y] := (s[k, l] * vh[l, x]) * next[x, s2, y])?.into();
         }
         Ok(out)
