@@ -195,9 +195,10 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             .as_ref()
             .ok_or_else(|| missing("right", i + 1))?;
         let (w1, w2) = (&self.mpo.w[i], &self.mpo.w[i + 1]);
+        let w12 = contract!(w12[w0, u, t1, t2, s1, s2] := w1[w0, v, t1, s1] * w2[v, u, t2, s2])?;
         let heff = |x: &DynTensor<T>| -> Result<DynTensor<T>, Error> {
             let mut y = x.zeros_like();
-            contract!(y[xp, t1, t2, yp] = (w2[v, u, t2, s2] * (w1[w0, v, t1, s1] * (l[x0, w0, xp] * x[x0, s1, s2, y0]))) * r[y0, u, yp]; cache = self.heff_plans, threads = self.threads)?;
+            contract!(y[xp, t1, t2, yp] = (w12[w0, u, t1, t2, s1, s2] * (l[x0, w0, xp] * x[x0, s1, s2, y0])) * r[y0, u, yp]; cache = self.heff_plans, threads = self.threads)?;
             Ok(y)
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;
