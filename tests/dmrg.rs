@@ -373,3 +373,52 @@ fn one_and_two_threads_agree() {
         assert!((a - b).abs() < 1e-12, "{a} vs {b}");
     }
 }
+
+#[test]
+fn a_random_state_in_a_sector_is_normalised_seeded_and_a_dmrg_start() {
+    let m = heisenberg(10);
+    let a: Mps = Mps::random(&m.sites, &[0], 8, 7).unwrap();
+    let b: Mps = Mps::random(&m.sites, &[0], 8, 7).unwrap();
+    let c: Mps = Mps::random(&m.sites, &[0], 8, 8).unwrap();
+    assert!((a.norm_squared().unwrap() - 1.0).abs() < 1e-12);
+    assert!(
+        (a.overlap(&b).unwrap() - 1.0).abs() < 1e-12,
+        "the same seed, the same state"
+    );
+    assert!(
+        a.overlap(&c).unwrap().abs() < 0.99,
+        "another seed, another state"
+    );
+    assert!(a.bond_dims().iter().all(|&d| d <= 8) && a.bond_dims().iter().any(|&d| d > 1));
+    let sz: f64 = a.expectation(&m.sites, "Sz").unwrap().iter().sum();
+    assert!(sz.abs() < 1e-12, "total Sz {sz}");
+    // right-canonical: every site right of the first is an isometry from the right
+    for t in &a.tensors[1..] {
+        let e = blockcontract::contract!(e[x, xp] := t[x, s, y] * conj(t)[xp, s, y]).unwrap();
+        let e = e.to_dense().unwrap();
+        for ((i, j), v) in e.indexed_iter().map(|(ix, v)| ((ix[0], ix[1]), *v)) {
+            let want = if i == j { 1.0 } else { 0.0 };
+            assert!((v - want).abs() < 1e-12, "({i}, {j}): {v}");
+        }
+    }
+    let s = a.entanglement_entropies().unwrap();
+    assert!(s.iter().all(|&x| x > 0.0), "{s:?}");
+    let mut d = Dmrg::new(&m.mpo, a).unwrap();
+    let mut e = f64::NAN;
+    for _ in 0..4 {
+        e = d.sweep(32).unwrap().energy;
+    }
+    assert!((e - heisenberg_exact(10)).abs() < 1e-10, "{e}");
+    // fermions in the sector N = 6, Sz = 2 (charges N and 2 Sz)
+    let h = hubbard(6);
+    let f: Mps = Mps::random(&h.sites, &[6, 2], 16, 1).unwrap();
+    let n: f64 = f.expectation(&h.sites, "Ntot").unwrap().iter().sum();
+    let sz: f64 = f.expectation(&h.sites, "Sz").unwrap().iter().sum();
+    assert!(
+        (n - 6.0).abs() < 1e-10 && (sz - 1.0).abs() < 1e-10,
+        "{n} {sz}"
+    );
+    // a charge no state has
+    assert!(Mps::<f64>::random(&m.sites, &[1], 8, 1).is_err());
+    assert!(Mps::<f64>::random(&m.sites, &[0], 0, 1).is_err());
+}

@@ -91,6 +91,97 @@ impl<T: Scalar> Mps<T> {
         Ok(Mps { tensors })
     }
 
+    /// A random state of total charge `charge` (seeded: the same seed, the same state),
+    /// normalised and right-canonical: each bond holds every charge that both its left part
+    /// can make and its right part can complete to `charge`, each sector of dimension at most
+    /// `chi / (the bond's number of sectors)` (at least 1) and at most what either side spans.
+    /// Errors: a charge no state of the chain has, `chi` 0.
+    pub fn random(sites: &[Site], charge: &[i64], chi: usize, seed: u64) -> Result<Mps<T>> {
+        let bad = |reason: String| Error::InvalidArgument {
+            name: "charge".into(),
+            reason,
+        };
+        if sites.is_empty() || chi == 0 {
+            return Err(Error::InvalidArgument {
+                name: "chi".into(),
+                reason: format!(
+                    "{} sites, chi {chi}: at least one site and chi 1",
+                    sites.len()
+                ),
+            });
+        }
+        let sym = sites[0].space().symmetry().clone();
+        let target = sym.charge(charge)?;
+        let l = sites.len();
+        // how many states of sites k.. complete each charge to the target, capped at chi
+        let mut right: Vec<std::collections::HashMap<crate::Charge, usize>> =
+            vec![Default::default(); l + 1];
+        right[l].insert(target.clone(), 1);
+        for k in (0..l).rev() {
+            let mut m = std::collections::HashMap::new();
+            for (c, &n) in &right[k + 1] {
+                for sec in sites[k].space().sectors() {
+                    let before = sym.add(c, &sym.neg(&sec.charge));
+                    let e = m.entry(before).or_insert(0usize);
+                    *e = (*e + n * sec.dim).min(chi);
+                }
+            }
+            right[k] = m;
+        }
+        if !right[0].contains_key(&sym.zero()) {
+            return Err(bad(format!(
+                "no state of these {l} sites has charge {charge:?}"
+            )));
+        }
+        let mut left = trivial(&sym, sym.zero().values())?;
+        let mut tensors = Vec::with_capacity(l);
+        for (k, site) in sites.iter().enumerate() {
+            // the charges the left part reaches, with how many states, kept where the right
+            // part completes them
+            let mut reach: Vec<(crate::Charge, usize)> = Vec::new();
+            for a in left.sectors() {
+                for p in site.space().sectors() {
+                    let q = sym.add(&a.charge, &p.charge);
+                    let n = a.dim * p.dim;
+                    match reach.iter_mut().find(|(c, _)| *c == q) {
+                        Some((_, d)) => *d += n,
+                        None => reach.push((q, n)),
+                    }
+                }
+            }
+            reach.retain(|(q, _)| right[k + 1].contains_key(q));
+            let cap = (chi / reach.len().max(1)).max(1);
+            let sectors: Vec<(Vec<i64>, usize)> = reach
+                .iter()
+                .map(|(q, n)| (q.values().to_vec(), (*n).min(right[k + 1][q]).min(cap)))
+                .collect();
+            let next = Arc::new(Space::block(&sym, &sectors)?);
+            let legs = [Leg::inc(&left), Leg::inc(site.space()), Leg::out(&next)];
+            let salt = seed ^ (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            tensors.push(Tensor::<T, 3>::random(legs, sym.zero(), salt)?);
+            left = next;
+        }
+        let mut mps = Mps { tensors };
+        mps.right_canonicalize()?;
+        let n = mps.norm_squared()?.sqrt();
+        mps.tensors[0].scale(T::from_f64(1.0 / n));
+        Ok(mps)
+    }
+
+    /// Brings the state to right-canonical form (every site but the first an isometry from
+    /// the right), the state unchanged.
+    pub fn right_canonicalize(&mut self) -> Result<()> {
+        for i in (1..self.len()).rev() {
+            let t: DynTensor<T> = self.tensors[i].clone().into();
+            let (r, q) = lq(&t, &[0], &[1, 2])?;
+            self.tensors[i] = Tensor::try_from(q)?;
+            let a = &self.tensors[i - 1];
+            let r = Tensor::<T, 2>::try_from(r)?;
+            self.tensors[i - 1] = contract!(n[x, s, k] := a[x, s, y] * r[y, k])?;
+        }
+        Ok(())
+    }
+
     /// The number of sites.
     pub fn len(&self) -> usize {
         self.tensors.len()
