@@ -292,10 +292,15 @@ fn a_schedule_runs_to_its_end_or_stops_on_convergence() {
         last.energy
     );
     assert_eq!((reports[0].chi, last.chi), (8, 32));
-    let all = m
-        .dmrg()
-        .run(&[(8, 2), (16, 2)], &Stop::never(), |_| {})
-        .unwrap();
+    let mut d = m.dmrg();
+    let calls = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let seen_updates = calls.clone();
+    d.on_update(move |u| {
+        assert!(u.applications > 0 && u.bond < 9);
+        seen_updates.set(seen_updates.get() + 1);
+    });
+    let all = d.run(&[(8, 2), (16, 2)], &Stop::never(), |_| {}).unwrap();
+    assert_eq!(calls.get(), 4 * 2 * 8, "one call per local update");
     let chis: Vec<usize> = all.iter().map(|r| r.chi).collect();
     assert_eq!(chis, [8, 8, 16, 16]);
 }

@@ -108,6 +108,16 @@ fn run(args: &Args) -> Result<(), Error> {
     let t_start = Instant::now();
     let reortho = reorthogonalization(&args.reorthogonalize)?;
     let mut dmrg = Dmrg::new(&model.mpo, model.start.clone())?;
+    // a progress line on a terminal (stderr), overwritten at each local update
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let bonds = args.l - 2;
+        dmrg.on_update(move |u| {
+            eprint!(
+                "\r  sweep {} bond {:>3}/{} dim {:>9} lanczos {:>2} E {:.10}   ",
+                u.sweep, u.bond, bonds, u.dim, u.applications, u.energy
+            );
+        });
+    }
     dmrg.lanczos.reorthogonalization = reortho;
     dmrg.threads = args.threads;
     let mut total = dmrg.phases.environments;
@@ -115,6 +125,9 @@ fn run(args: &Args) -> Result<(), Error> {
     for (&chi, &n) in chis.iter().zip(&sweeps) {
         for _ in 0..n {
             let r = dmrg.sweep(chi)?;
+            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                eprint!("\r{:79}\r", "");
+            }
             println!(
                 "sweep {} chi {} E {:.12} max_trunc_err {} time_s {:.3}",
                 r.sweep,

@@ -68,7 +68,12 @@ pub struct Dmrg<'m, T: Scalar = f64> {
     pub threads: usize,
     /// Every local update so far.
     pub update_log: Vec<UpdateRecord>,
+    /// Called after every local update (a progress display, a log).
+    progress: Option<Progress>,
 }
+
+/// What [`Dmrg::on_update`] calls.
+type Progress = Box<dyn FnMut(&UpdateRecord)>;
 
 /// When [`Dmrg::run`] stops before its schedule ends.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -140,6 +145,7 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             lanczos_full_passes: 0,
             threads: 1,
             update_log: Vec::new(),
+            progress: None,
         };
         for i in (1..l).rev() {
             d.update_right(i)?;
@@ -203,13 +209,17 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;
         self.updates += 1;
-        self.update_log.push(UpdateRecord {
+        let record = UpdateRecord {
             sweep: self.sweeps_done + 1,
             bond: i,
             dim: theta.data().len(),
             applications: gs.applications,
             energy: gs.value,
-        });
+        };
+        if let Some(f) = self.progress.as_mut() {
+            f(&record);
+        }
+        self.update_log.push(record);
         self.lanczos_steps += gs.applications;
         self.lanczos_full_passes += gs.full_passes;
         self.phases.heff += t0.elapsed().as_secs_f64();
@@ -241,6 +251,12 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             self.update_right(i + 1)?;
         }
         Ok((gs.value, f.discarded_weight, gs.applications))
+    }
+
+    /// Calls `f` after every local update from now on (replacing an earlier one): a progress
+    /// display on a terminal, or a log.
+    pub fn on_update(&mut self, f: impl FnMut(&UpdateRecord) + 'static) {
+        self.progress = Some(Box::new(f));
     }
 
     /// Sweeps by `schedule`, `(chi, sweeps)` stages in order, calling `report` after each
