@@ -3,9 +3,10 @@
 
 use super::cost::CostModel;
 use super::group::{Group, GroupKind, Place};
+use super::keys::Keys;
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::{batch_member_cost, single_cost};
-use super::step::{Keys, StepPlan};
+use super::step_plan::StepPlan;
 use std::ops::Range;
 
 /// The concatenating kind of a family of pairs: one contracted key (free-axis), one row and

@@ -2,7 +2,7 @@
 //! scratch sizes and hazard-free components.
 
 use super::group::{Access, Group, GroupKind, Place};
-use super::step::StepPlan;
+use super::step_plan::{Components, StepPlan};
 use crate::block::Block;
 use crate::step::Side;
 use crate::view::{mat_shape, split_shape, Layout, MatShape, SplitShape};
@@ -319,42 +319,6 @@ pub(super) fn first_writes(groups: &mut [Group], nout: usize) -> Vec<u32> {
     zero.extend((0..nout as u32).filter(|&b| !written[b as usize]));
     zero.sort_unstable();
     zero
-}
-
-/// A step's hazard-free sets of groups (groups in different sets write disjoint output
-/// blocks), each ascending, numbered by their first group: one list, no allocation per set.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Components {
-    /// Every group, set after set.
-    groups: Vec<u32>,
-    /// Where each set starts in `groups`, and the end.
-    starts: Vec<u32>,
-}
-
-impl Components {
-    /// Number of sets.
-    pub fn len(&self) -> usize {
-        self.starts.len().saturating_sub(1)
-    }
-    /// Whether there is no set.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-    /// The sets in order, each its groups ascending.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u32]> + '_ {
-        (0..self.len()).map(move |c| &self[c])
-    }
-    /// Approximate memory held, in bytes.
-    pub fn approx_bytes(&self) -> usize {
-        (self.groups.len() + self.starts.len()) * 4
-    }
-}
-
-impl std::ops::Index<usize> for Components {
-    type Output = [u32];
-    fn index(&self, c: usize) -> &[u32] {
-        &self.groups[self.starts[c] as usize..self.starts[c + 1] as usize]
-    }
 }
 
 /// Groups linked by a shared output block end up in one component; components are independent.

@@ -3,7 +3,7 @@
 use super::group::{Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
 use super::price::{member_base, member_cost, single_cost};
-use super::step::StepPlan;
+use super::step_plan::StepPlan;
 use crate::step::PairGemm;
 
 /// Singles of equal shape become batched groups where that pays (or always, when forced).

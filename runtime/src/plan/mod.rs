@@ -7,6 +7,7 @@ pub mod cost;
 mod explain;
 mod family;
 pub mod group;
+mod keys;
 mod layout;
 mod members;
 pub mod options;
@@ -14,13 +15,15 @@ pub mod order;
 mod price;
 mod reach;
 pub mod step;
+mod step_plan;
 
 pub use cache::{fingerprint, CacheStats, PlanCache};
 pub use cost::CostModel;
 pub use group::{Access, Group, GroupKind, KernelCounts, Member, Place, Reach, SplitAt};
-pub use layout::{Components, THIN_MAX_K, THIN_MAX_R};
+pub use layout::{THIN_MAX_K, THIN_MAX_R};
 pub use options::{PlanOptions, Policy, TIE};
 pub use step::{plan_step, plan_step_with, OperandPlan, StepPlan};
+pub use step_plan::Components;
 
 use crate::block::DynTensor;
 use crate::error::{Error, Result};

@@ -3,7 +3,7 @@
 use super::cost::CostModel;
 use super::group::{Access, Group, GroupKind, Place};
 use super::layout::matrix_access;
-use super::step::StepPlan;
+use super::step_plan::StepPlan;
 use crate::step::{PairGemm, Side};
 use crate::view::{MatShape, SplitShape};
 

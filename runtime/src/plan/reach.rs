@@ -3,7 +3,7 @@
 //! as strided sub-matrices), once the groups, the output and the copies are fixed.
 
 use super::group::{Group, Member, Reach, SplitAt};
-use super::step::{OperandPlan, StepPlan};
+use super::step_plan::{OperandPlan, StepPlan};
 use crate::block::DynTensor;
 use crate::scalar::Scalar;
 use crate::step::Side;
