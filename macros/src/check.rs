@@ -109,31 +109,7 @@ pub fn check(c: &Contraction) -> syn::Result<Checked<'_>> {
         .map(|ix| resolve(ix, &mut intern, &mut errs))
         .collect();
     let mut operands = Vec::new();
-    let mut terms = Vec::new();
-    for t in &c.rhs.terms {
-        let first = operands.len();
-        let mut scalars = Vec::new();
-        let mut divisors = Vec::new();
-        let tree = collect(
-            &t.product,
-            &mut operands,
-            &mut scalars,
-            &mut divisors,
-            &mut intern,
-            &mut errs,
-        );
-        let ops: Vec<usize> = (first..operands.len()).collect();
-        let has_groups = t.product.items.iter().any(|i| matches!(i, Item::Group(_)));
-        terms.push(TermIr {
-            negative: t.negative,
-            operands: ops,
-            scalars,
-            divisors,
-            tree: has_groups.then(|| shift(tree, first)),
-            span: t.span,
-            is_target: false,
-        });
-    }
+    let terms = term_irs(c, &mut operands, &mut intern, &mut errs);
     let mut ck = Checked {
         labels,
         output_name: c.output.target.display(),
@@ -168,6 +144,41 @@ fn shift(t: TreeIr, first: usize) -> TreeIr {
 
 /// Walks a product depth-first: operands in source order, scalars and divisors collected, the
 /// tree built (leaves are positions in `ops`).
+/// Each term's operands (appended to `operands`), scalars, divisors and pairwise tree.
+fn term_irs<'a>(
+    c: &'a Contraction,
+    operands: &mut Vec<OpIr<'a>>,
+    intern: &mut impl FnMut(&str) -> usize,
+    errs: &mut Errors,
+) -> Vec<TermIr> {
+    let mut terms = Vec::new();
+    for t in &c.rhs.terms {
+        let first = operands.len();
+        let mut scalars = Vec::new();
+        let mut divisors = Vec::new();
+        let tree = collect(
+            &t.product,
+            operands,
+            &mut scalars,
+            &mut divisors,
+            intern,
+            errs,
+        );
+        let ops: Vec<usize> = (first..operands.len()).collect();
+        let has_groups = t.product.items.iter().any(|i| matches!(i, Item::Group(_)));
+        terms.push(TermIr {
+            negative: t.negative,
+            operands: ops,
+            scalars,
+            divisors,
+            tree: has_groups.then(|| shift(tree, first)),
+            span: t.span,
+            is_target: false,
+        });
+    }
+    terms
+}
+
 fn collect<'a>(
     p: &'a Product,
     ops: &mut Vec<OpIr<'a>>,

@@ -120,16 +120,11 @@ fn options_tokens(c: &Checked) -> TokenStream {
     quote!(#p::Options { #(#fields,)* ..::core::default::Default::default() })
 }
 
-pub fn lower(c: &Checked) -> TokenStream {
+/// `let` bindings of the operands used (each once) and their static rank checks, spanned at
+/// the operand.
+fn bindings(c: &Checked, bound: &[usize]) -> (Vec<TokenStream>, Vec<TokenStream>) {
     let p = private();
-    let real: Vec<&TermIr> = c.terms.iter().filter(|t| !t.is_target).collect();
-    let specs: Vec<TokenStream> = real.iter().map(|t| spec_tokens(c, t)).collect();
-    // operands bound once each (a target term binds nothing: the target is written)
-    let bound: Vec<usize> = real
-        .iter()
-        .flat_map(|t| t.operands.iter().copied())
-        .collect();
-    let bind: Vec<TokenStream> = bound
+    let bind = bound
         .iter()
         .map(|&o| {
             let v = op_var(o);
@@ -137,7 +132,7 @@ pub fn lower(c: &Checked) -> TokenStream {
             quote!(let #v = &#val;)
         })
         .collect();
-    let rank_checks: Vec<TokenStream> = bound
+    let rank_checks = bound
         .iter()
         .map(|&o| {
             let op = &c.operands[o];
@@ -147,14 +142,13 @@ pub fn lower(c: &Checked) -> TokenStream {
             quote_spanned!(span=> #p::check_rank::<_, #k>(#v);)
         })
         .collect();
-    let target_var = ident_at("__bc_target", c.target.span());
-    // the element type comes from the first operand (or the target when it is the only one)
-    let first = match bound.first() {
-        Some(&o) => op_var(o),
-        None => format_ident!("__bc_target_ref"),
-    };
-    let terms: Vec<TokenStream> = real
-        .iter()
+    (bind, rank_checks)
+}
+
+/// One runtime `Term` per term that is not the target: its spec, operands and alpha.
+fn term_tokens(c: &Checked, real: &[&TermIr], first: &syn::Ident) -> Vec<TokenStream> {
+    let p = private();
+    real.iter()
         .enumerate()
         .map(|(i, t)| {
             // spanned at each operand, so that an element-type mismatch points at the operand
@@ -167,45 +161,76 @@ pub fn lower(c: &Checked) -> TokenStream {
                     quote_spanned!(span=> ::blockcontract::__private::as_dyn(#v))
                 })
                 .collect();
-            let alpha = alpha_tokens(c, t, &first);
+            let alpha = alpha_tokens(c, t, first);
             quote!(#p::Term { spec: #i, ops: &[#(#dyns),*], alpha: #alpha })
         })
-        .collect();
+        .collect()
+}
+
+/// The call that writes into the target (`=`, `+=`, `-=`), scaled by its own term if any.
+fn into_target(
+    c: &Checked,
+    terms: &[TokenStream],
+    first: &syn::Ident,
+    no_operand: bool,
+) -> TokenStream {
+    let p = private();
     let options = options_tokens(c);
     let n_out = c.output.len();
-    let call = match c.assign {
-        AssignOp::New => quote! {
-            #p::contract_new::<_, #n_out>(__BC_SITE, &[#(#terms),*], #options)
-        },
-        _ => {
-            let target = operand_value(c.target);
-            let span = c.target.span();
-            let rank_check = quote_spanned!(span=> #p::check_rank::<_, #n_out>(#target_var););
-            let assign = if c.assign == AssignOp::Overwrite {
-                quote!(#p::AssignKind::Overwrite)
-            } else {
-                quote!(#p::AssignKind::Accumulate)
-            };
-            let scale = match c.terms.iter().find(|t| t.is_target) {
-                Some(t) => {
-                    let a = alpha_tokens(c, t, &first);
-                    quote!(::core::option::Option::Some(#a))
-                }
-                None => quote!(::core::option::Option::None),
-            };
-            let target_ref = if bound.is_empty() {
-                quote!(let __bc_target_ref = #p::target_view(#target_var);)
-            } else {
-                quote!()
-            };
-            quote! {{
-                let #target_var = &mut #target;
-                #rank_check
-                #target_ref
-                let __bc_scale = #scale;
-                #p::contract_into(__BC_SITE, #target_var, __bc_scale, #assign, &[#(#terms),*], #options)
-            }}
+    let target_var = ident_at("__bc_target", c.target.span());
+    let target = operand_value(c.target);
+    let span = c.target.span();
+    let rank_check = quote_spanned!(span=> #p::check_rank::<_, #n_out>(#target_var););
+    let assign = if c.assign == AssignOp::Overwrite {
+        quote!(#p::AssignKind::Overwrite)
+    } else {
+        quote!(#p::AssignKind::Accumulate)
+    };
+    let scale = match c.terms.iter().find(|t| t.is_target) {
+        Some(t) => {
+            let a = alpha_tokens(c, t, first);
+            quote!(::core::option::Option::Some(#a))
         }
+        None => quote!(::core::option::Option::None),
+    };
+    let target_ref = if no_operand {
+        quote!(let __bc_target_ref = #p::target_view(#target_var);)
+    } else {
+        quote!()
+    };
+    quote! {{
+        let #target_var = &mut #target;
+        #rank_check
+        #target_ref
+        let __bc_scale = #scale;
+        #p::contract_into(__BC_SITE, #target_var, __bc_scale, #assign, &[#(#terms),*], #options)
+    }}
+}
+
+pub fn lower(c: &Checked) -> TokenStream {
+    let p = private();
+    let real: Vec<&TermIr> = c.terms.iter().filter(|t| !t.is_target).collect();
+    let specs: Vec<TokenStream> = real.iter().map(|t| spec_tokens(c, t)).collect();
+    // operands bound once each (a target term binds nothing: the target is written)
+    let bound: Vec<usize> = real
+        .iter()
+        .flat_map(|t| t.operands.iter().copied())
+        .collect();
+    let (bind, rank_checks) = bindings(c, &bound);
+    // the element type comes from the first operand (or the target when it is the only one)
+    let first = match bound.first() {
+        Some(&o) => op_var(o),
+        None => format_ident!("__bc_target_ref"),
+    };
+    let terms = term_tokens(c, &real, &first);
+    let call = match c.assign {
+        AssignOp::New => {
+            let (options, n_out) = (options_tokens(c), c.output.len());
+            quote! {
+                #p::contract_new::<_, #n_out>(__BC_SITE, &[#(#terms),*], #options)
+            }
+        }
+        _ => into_target(c, &terms, &first, bound.is_empty()),
     };
     quote! {{
         static __BC_SITE_STATE: #p::CallSite = #p::CallSite::new();
