@@ -31,62 +31,79 @@ impl Plan {
         );
         let _ = writeln!(s, "cost model: {m}");
         for (si, st) in self.steps.iter().enumerate() {
-            let p = &st.plan;
-            let mut by = [0usize; GroupKind::ALL.len()];
-            for g in &p.groups {
-                by[g.kind as usize] += 1;
-            }
-            let kinds: Vec<String> = GroupKind::ALL
-                .iter()
-                .filter(|k| by[**k as usize] > 0)
-                .map(|k| format!("{} {}", by[*k as usize], k))
-                .collect();
-            let _ = writeln!(
-                s,
-                "step {si} {}: {} pairs -> {} calls ({}); predicted {:.2} us; {} independent sets",
-                st.name,
-                p.pairs.len(),
-                p.kernel_calls(),
-                kinds.join(", "),
-                p.predicted_s() * 1e6,
-                p.components.len()
-            );
-            let mut order: Vec<usize> = (0..p.groups.len()).collect();
-            // the costliest groups first: by measured time when given, else by predicted time
-            let key = |g: usize| -> f64 {
-                measured
-                    .and_then(|ms| ms.get(si))
-                    .and_then(|v| v.get(g))
-                    .copied()
-                    .unwrap_or(p.groups[g].predicted_s)
-            };
-            order.sort_by(|&x, &y| key(y).total_cmp(&key(x)));
-            for &gi in order.iter().take(max_groups) {
-                let g = &p.groups[gi];
-                let meas = measured
-                    .and_then(|ms| ms.get(si))
-                    .and_then(|v| v.get(gi))
-                    .map_or(String::new(), |t| format!(", measured {:.2} us", t * 1e6));
-                let _ = writeln!(
-                    s,
-                    "  {:<16} {:>4} pairs  {}x{}x{}  {:.3} MFLOP  wasted {:.0}  packed {} elems  predicted {:.2} us{}: {}",
-                    g.kind.name(),
-                    g.pairs.len(),
-                    g.m,
-                    g.n,
-                    g.k,
-                    g.flops / 1e6,
-                    g.wasted_flops,
-                    g.packed_elems,
-                    g.predicted_s * 1e6,
-                    meas,
-                    g.reason()
-                );
-            }
-            if p.groups.len() > max_groups {
-                let _ = writeln!(s, "  ... {} more groups", p.groups.len() - max_groups);
-            }
+            let times = measured.and_then(|ms| ms.get(si)).map(|v| v.as_slice());
+            explain_step(&mut s, si, st, times, max_groups);
         }
         s
     }
+}
+
+/// One step's lines of [`Plan::explain_with`]: its summary, then its costliest groups (by
+/// `times`, the measured seconds per group, when given), at most `max_groups`.
+fn explain_step(
+    s: &mut String,
+    si: usize,
+    st: &super::PlannedStep,
+    times: Option<&[f64]>,
+    max_groups: usize,
+) {
+    let p = &st.plan;
+    let kinds = kind_counts(&p.groups);
+    let _ = writeln!(
+        s,
+        "step {si} {}: {} pairs -> {} calls ({}); predicted {:.2} us; {} independent sets",
+        st.name,
+        p.pairs.len(),
+        p.kernel_calls(),
+        kinds,
+        p.predicted_s() * 1e6,
+        p.components.len()
+    );
+    let mut order: Vec<usize> = (0..p.groups.len()).collect();
+    // the costliest groups first: by measured time when given, else by predicted time
+    let key = |g: usize| -> f64 {
+        times
+            .and_then(|v| v.get(g))
+            .copied()
+            .unwrap_or(p.groups[g].predicted_s)
+    };
+    order.sort_by(|&x, &y| key(y).total_cmp(&key(x)));
+    for &gi in order.iter().take(max_groups) {
+        let g = &p.groups[gi];
+        let meas = times
+            .and_then(|v| v.get(gi))
+            .map_or(String::new(), |t| format!(", measured {:.2} us", t * 1e6));
+        let _ = writeln!(
+            s,
+            "  {:<16} {:>4} pairs  {}x{}x{}  {:.3} MFLOP  wasted {:.0}  packed {} elems  predicted {:.2} us{}: {}",
+            g.kind.name(),
+            g.pairs.len(),
+            g.m,
+            g.n,
+            g.k,
+            g.flops / 1e6,
+            g.wasted_flops,
+            g.packed_elems,
+            g.predicted_s * 1e6,
+            meas,
+            g.reason()
+        );
+    }
+    if p.groups.len() > max_groups {
+        let _ = writeln!(s, "  ... {} more groups", p.groups.len() - max_groups);
+    }
+}
+
+/// `15 batched, 14 free-axis`: how many groups of each kind, in the kinds' order.
+fn kind_counts(groups: &[super::Group]) -> String {
+    let mut by = [0usize; GroupKind::ALL.len()];
+    for g in groups {
+        by[g.kind as usize] += 1;
+    }
+    let kinds: Vec<String> = GroupKind::ALL
+        .iter()
+        .filter(|k| by[**k as usize] > 0)
+        .map(|k| format!("{} {}", by[*k as usize], k))
+        .collect();
+    kinds.join(", ")
 }

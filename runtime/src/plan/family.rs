@@ -37,18 +37,7 @@ pub(super) fn choose_family(
     singles: &mut Vec<u32>,
 ) -> Vec<Vec<u32>> {
     let model = &opts.model;
-    // singles may later be batched: price them as batch members where that is cheaper
-    let sep: f64 = ps
-        .iter()
-        .map(|&p| {
-            let one = single_cost(sp, p);
-            if opts.batched {
-                one.min(batch_member_cost(sp, p, model))
-            } else {
-                one
-            }
-        })
-        .sum();
+    let sep = separate_cost(sp, ps, opts);
     let whole = vec![Range {
         start: 0,
         end: ps.len(),
@@ -95,6 +84,27 @@ pub(super) fn choose_family(
             .map(|(v, x)| (&v[..], &x[..]))
             .expect("priced"),
     };
+    concat_groups(v, parts, singles)
+}
+
+/// The pairs `ps` run on their own: each a single GEMM, or a batch member where batching is
+/// allowed and cheaper (singles may later be batched).
+fn separate_cost(sp: &StepPlan, ps: &[u32], opts: &PlanOptions) -> f64 {
+    ps.iter()
+        .map(|&p| {
+            let one = single_cost(sp, p);
+            if opts.batched {
+                one.min(batch_member_cost(sp, p, &opts.model))
+            } else {
+                one
+            }
+        })
+        .sum()
+}
+
+/// The chosen parts of `v`: each of two or more pairs a concatenating group, a part of one
+/// pair a single (appended to `singles`).
+fn concat_groups(v: &[u32], parts: &[Range<usize>], singles: &mut Vec<u32>) -> Vec<Vec<u32>> {
     let mut groups = Vec::new();
     for x in parts {
         match &v[x.clone()] {

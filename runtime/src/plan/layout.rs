@@ -122,19 +122,7 @@ pub(super) fn assign_packs(
     let g = &sp.geometry;
     let own_rs =
         |l: &Layout, cols: &[usize]| cols.iter().map(|&c| l.dims[c]).product::<usize>() as isize;
-    // only blocks a member GEMM reads or writes are copied on their own
-    let mut used = [
-        vec![false; sp.operands[0].mats.len()],
-        vec![false; sp.operands[1].mats.len()],
-        vec![false; blocks[2].len()],
-    ];
-    for gr in groups.iter().filter(|gr| gr.is_members()) {
-        for (u, places) in used.iter_mut().zip([gr.a(), gr.b(), gr.c()]) {
-            for p in places {
-                u[p.block as usize] = true;
-            }
-        }
-    }
+    let used = member_blocks(sp, groups, blocks[2].len());
     for side in Side::BOTH {
         let axes = g.mat_axes(side);
         let op = &mut sp.operands[side.index()];
@@ -159,37 +147,68 @@ pub(super) fn assign_packs(
         })
         .collect();
     for gr in groups.iter_mut().filter(|gr| !gr.is_members()) {
-        let shapes = [(gr.m, gr.k), (gr.k, gr.n), (gr.m, gr.n)];
-        // set afresh (a group rebuilt from a template's carries the template's)
-        let (mut starts, mut col_majors) = ([u32::MAX; 3], [false; 3]);
-        for (i, axes) in [g.mat_axes(Side::A), g.mat_axes(Side::B), c_axes]
-            .into_iter()
-            .enumerate()
-        {
-            let (access, places) = match i {
-                0 => (&gr.a_access, gr.a()),
-                1 => (&gr.b_access, gr.b()),
-                _ => (&gr.c_access, gr.c()),
-            };
-            if !access.is_packed() || gr.thin.is_some_and(|(s, _)| s.index() == i) {
-                continue;
-            }
-            let col_major = col_major_wins(places, blocks[i], axes);
-            let (r, c) = shapes[i];
-            col_majors[i] = col_major;
-            starts[i] = packs.ops.len() as u32;
-            for p in places {
-                let l = &blocks[i][p.block as usize].layout;
-                if col_major {
-                    packs.push(l, (axes.1, axes.0), r as isize, p.col * r + p.row);
-                } else {
-                    packs.push(l, axes, c as isize, p.row * c + p.col);
-                }
-            }
-        }
-        (gr.packs, gr.packed_col_major) = (starts, col_majors);
+        concat_packs(
+            gr,
+            &mut packs,
+            blocks,
+            [g.mat_axes(Side::A), g.mat_axes(Side::B), c_axes],
+        );
     }
     sp.packs = packs;
+}
+
+/// Per operand (A, B, C), whether a member GEMM reads or writes each block: only those are
+/// copied on their own.
+fn member_blocks(sp: &StepPlan, groups: &[Group], c_blocks: usize) -> [Vec<bool>; 3] {
+    let mut used = [
+        vec![false; sp.operands[0].mats.len()],
+        vec![false; sp.operands[1].mats.len()],
+        vec![false; c_blocks],
+    ];
+    for gr in groups.iter().filter(|gr| gr.is_members()) {
+        for (u, places) in used.iter_mut().zip([gr.a(), gr.b(), gr.c()]) {
+            for p in places {
+                u[p.block as usize] = true;
+            }
+        }
+    }
+    used
+}
+
+/// The copies of a concatenating group's packed operands into `packs`, each row- or
+/// column-major as [`col_major_wins`] decides; `axes` the (rows, cols) axes of A, B and C.
+fn concat_packs(
+    gr: &mut Group,
+    packs: &mut crate::view::Packs,
+    blocks: [&[Block]; 3],
+    axes: [(&[usize], &[usize]); 3],
+) {
+    let shapes = [(gr.m, gr.k), (gr.k, gr.n), (gr.m, gr.n)];
+    // set afresh (a group rebuilt from a template's carries the template's)
+    let (mut starts, mut col_majors) = ([u32::MAX; 3], [false; 3]);
+    for (i, axes) in axes.into_iter().enumerate() {
+        let (access, places) = match i {
+            0 => (&gr.a_access, gr.a()),
+            1 => (&gr.b_access, gr.b()),
+            _ => (&gr.c_access, gr.c()),
+        };
+        if !access.is_packed() || gr.thin.is_some_and(|(s, _)| s.index() == i) {
+            continue;
+        }
+        let col_major = col_major_wins(places, blocks[i], axes);
+        let (r, c) = shapes[i];
+        col_majors[i] = col_major;
+        starts[i] = packs.ops.len() as u32;
+        for p in places {
+            let l = &blocks[i][p.block as usize].layout;
+            if col_major {
+                packs.push(l, (axes.1, axes.0), r as isize, p.col * r + p.row);
+            } else {
+                packs.push(l, axes, c as isize, p.row * c + p.col);
+            }
+        }
+    }
+    (gr.packs, gr.packed_col_major) = (starts, col_majors);
 }
 
 /// Whether a concatenating group's packed matrix is better laid out column-major: its copies

@@ -269,20 +269,7 @@ fn build<T: Scalar>(
     spec.validate()?;
     refuse_traces(spec)?;
     check_operands(spec, ops)?;
-    let mut parts: Vec<Option<Partial<T>>> = spec
-        .operands
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            Some(Partial {
-                skel: ops[i].skeleton(),
-                labels: spec.operand_labels(i),
-                conj: o.conj,
-                input: Input::Operand(i),
-                name: o.name.clone(),
-            })
-        })
-        .collect();
+    let mut parts = leaves(spec, ops);
     let out_labels = spec.output_labels();
     let (tree, order_given) = match (&spec.tree, template) {
         (Some(t), _) => (t.clone(), true),
@@ -317,13 +304,8 @@ fn build<T: Scalar>(
     let Some(root) = root else {
         return Ok(None);
     };
-    let finish = if steps.is_empty() {
-        if target.is_some() {
-            return Ok(None);
-        }
-        Some((permutation(&root.labels, &out_labels)?, root.conj))
-    } else {
-        None
+    let Some(finish) = finish_of(&root, &steps, &out_labels, target.is_some())? else {
+        return Ok(None);
     };
     Ok(Some(Plan {
         steps,
@@ -335,6 +317,44 @@ fn build<T: Scalar>(
         operand_fps: ops.iter().map(|t| t.structure_fingerprint()).collect(),
         output_fp: target.map(|t| t.structure_fingerprint()),
     }))
+}
+
+/// The tree's leaves: one partial result per operand, its structure and labels.
+fn leaves<T: Scalar>(spec: &ContractionSpec, ops: &[&DynTensor<T>]) -> Vec<Option<Partial<T>>> {
+    spec.operands
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            Some(Partial {
+                skel: ops[i].skeleton(),
+                labels: spec.operand_labels(i),
+                conj: o.conj,
+                input: Input::Operand(i),
+                name: o.name.clone(),
+            })
+        })
+        .collect()
+}
+
+/// A plan without pairwise steps (one operand) finishes with a permutation of it; `None`
+/// (the outer option) when it would have to write into a target, which it cannot.
+#[allow(clippy::type_complexity)]
+fn finish_of<T: Scalar>(
+    root: &Partial<T>,
+    steps: &[PlannedStep],
+    out_labels: &[usize],
+    into_target: bool,
+) -> Result<Option<Option<(Vec<usize>, Conj)>>> {
+    if !steps.is_empty() {
+        return Ok(Some(None));
+    }
+    if into_target {
+        return Ok(None);
+    }
+    Ok(Some(Some((
+        permutation(&root.labels, out_labels)?,
+        root.conj,
+    ))))
 }
 
 /// A plan takes no partial traces (they are done before planning, see `exec::untrace`).

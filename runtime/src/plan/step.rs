@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::hash::FxMap;
 use crate::scalar::Scalar;
 use crate::step::{enumerate, geometry, Geometry, PairGemm, PairList, Side, StepDesc};
-use crate::view::{mat_shape, Packs};
+use crate::view::mat_shape;
 use std::sync::Arc;
 
 /// Plans one step on the operands' structure (values are not read); the planner lays out the
@@ -78,29 +78,7 @@ pub(crate) fn plan_step_like<T: Scalar>(
         Some(t) => t.keys.clone(),
         None => Arc::new(keys(a, b, &g, &pairs)),
     };
-    let mut sp = StepPlan {
-        desc: desc.clone(),
-        geometry: g,
-        pairs,
-        out_keys,
-        out_len: 0,
-        flops: 0.0,
-        operands,
-        c_mats: Vec::new(),
-        c_offsets: Vec::new(),
-        groups: Vec::new(),
-        components: Components::default(),
-        scratch_elems: 0,
-        out_index: Arc::new(BlockIndex::new(Vec::new())),
-        zero_blocks: Vec::new(),
-        packs: Packs::default(),
-        c_pack: Vec::new(),
-        members: Vec::new(),
-        splits: Vec::new(),
-        thin: Vec::new(),
-        pair_s: Vec::new(),
-        keys: ks.clone(),
-    };
+    let mut sp = StepPlan::undecided(desc.clone(), g, (pairs, out_keys), operands, ks.clone());
     let model = opts.model;
     sp.pair_s = pair_prices(&sp, &model);
     let groups = match template.and_then(|t| regroup(&sp, &ks, t, opts)) {
@@ -109,19 +87,22 @@ pub(crate) fn plan_step_like<T: Scalar>(
     };
     let out_blocks = match fixed {
         None => assign_output_layout(&mut sp, &groups),
-        Some(t) => {
-            sp.out_len = t.data().len();
-            let (rows, cols) = (&sp.geometry.c_rows, &sp.geometry.c_cols);
-            sp.c_mats = t
-                .blocks()
-                .iter()
-                .map(|b| mat_shape(&b.layout, rows, cols))
-                .collect();
-            t.blocks().to_vec()
-        }
+        Some(t) => fixed_output(&mut sp, t),
     };
     finish(&mut sp, (groups, out_blocks), &model, [a, b], template);
     Ok(Some(sp))
+}
+
+/// The output blocks of a step that writes into `t` (its blocks and layouts, as they are).
+fn fixed_output<T: Scalar>(sp: &mut StepPlan, t: &DynTensor<T>) -> Vec<Block> {
+    sp.out_len = t.data().len();
+    let (rows, cols) = (&sp.geometry.c_rows, &sp.geometry.c_cols);
+    sp.c_mats = t
+        .blocks()
+        .iter()
+        .map(|b| mat_shape(&b.layout, rows, cols))
+        .collect();
+    t.blocks().to_vec()
 }
 
 /// Completes a step once its groups and output blocks are fixed: prices and accesses, first

@@ -132,6 +132,39 @@ impl OperandPlan {
 }
 
 impl StepPlan {
+    /// A plan with its pairs, output keys, operands and keys, nothing decided yet.
+    pub(super) fn undecided(
+        desc: StepDesc,
+        geometry: Geometry,
+        (pairs, out_keys): (Vec<PairGemm>, Arc<[BlockKey]>),
+        operands: [OperandPlan; 2],
+        keys: Arc<Keys>,
+    ) -> StepPlan {
+        StepPlan {
+            desc,
+            geometry,
+            pairs,
+            out_keys,
+            out_len: 0,
+            flops: 0.0,
+            operands,
+            c_mats: Vec::new(),
+            c_offsets: Vec::new(),
+            groups: Vec::new(),
+            components: Components::default(),
+            scratch_elems: 0,
+            out_index: Arc::new(BlockIndex::new(Vec::new())),
+            zero_blocks: Vec::new(),
+            packs: Packs::default(),
+            c_pack: Vec::new(),
+            members: Vec::new(),
+            splits: Vec::new(),
+            thin: Vec::new(),
+            pair_s: Vec::new(),
+            keys,
+        }
+    }
+
     /// The plan of one operand.
     pub fn operand(&self, side: Side) -> &OperandPlan {
         &self.operands[side.index()]
