@@ -376,6 +376,37 @@ pub(crate) fn spare_at_least<T: Scalar>(
 }
 
 /// The steps of a plan; the last writes into `out` with `accum`.
+/// Step `i` of `plan` (not the last) into a buffer of its own: its result as a tensor.
+fn run_intermediate<T: Scalar>(
+    plan: &Plan,
+    i: usize,
+    (a, b): (&DynTensor<T>, &DynTensor<T>),
+    threads: usize,
+    timing: Option<&mut Vec<f64>>,
+) -> Result<(DynTensor<T>, KernelCounts)> {
+    let st = &plan.steps[i];
+    let mut buf = step_buffer(plan, i)?;
+    let c = run_step(
+        &st.plan,
+        a,
+        b,
+        T::one(),
+        threads,
+        &mut buf,
+        Accum::Replace,
+        timing,
+    );
+    let g = &st.plan.geometry;
+    let t = DynTensor::from_shared(
+        g.out_legs.clone(),
+        g.symmetry.clone(),
+        g.out_charge.clone(),
+        st.plan.out_index.clone(),
+        buf,
+    );
+    Ok((t, c))
+}
+
 fn run_steps<T: Scalar>(
     plan: &Plan,
     ops: &[&DynTensor<T>],
@@ -411,25 +442,8 @@ fn run_steps<T: Scalar>(
         let c = if i == last {
             run_step(&st.plan, a, b, alpha, threads, out, accum, timing)
         } else {
-            let mut buf = step_buffer(plan, i)?;
-            let c = run_step(
-                &st.plan,
-                a,
-                b,
-                T::one(),
-                threads,
-                &mut buf,
-                Accum::Replace,
-                timing,
-            );
-            let g = &st.plan.geometry;
-            results[i] = Some(DynTensor::from_shared(
-                g.out_legs.clone(),
-                g.symmetry.clone(),
-                g.out_charge.clone(),
-                st.plan.out_index.clone(),
-                buf,
-            ));
+            let (t, c) = run_intermediate(plan, i, (a, b), threads, timing)?;
+            results[i] = Some(t);
             c
         };
         for o in owned.iter_mut().filter_map(Option::take) {

@@ -69,15 +69,11 @@ pub fn run_step<T: Scalar>(
     threads: usize,
     out: &mut [T],
     accum: Accum,
-    mut times: Option<&mut Vec<f64>>,
+    times: Option<&mut Vec<f64>>,
 ) -> KernelCounts {
     prepare_output(sp, out, accum);
     let out = SharedMut(out.as_mut_ptr());
-    let mut counts = KernelCounts::default();
-    for gr in &sp.groups {
-        counts.by_kind[gr.kind as usize] += gr.kernel_calls();
-        counts.pairs += gr.pairs.len();
-    }
+    let counts = step_counts(sp);
     let how = if times.is_some() {
         Split::Sequential
     } else {
@@ -101,37 +97,61 @@ pub fn run_step<T: Scalar>(
         Split::Components => pool(threads),
         _ => None,
     };
-    if let Some(pool) = parallel {
-        // longest first, one at a time (a thread takes the next when free, so a component
-        // that runs longer than priced does not hold the others back), each with a scratch
-        // buffer from the spares
-        let order = longest_first(sp);
-        let work = |i: usize| {
-            let mut scratch = super::pool::take::<T>(sp.scratch_elems);
-            for &gi in &sp.components[order[i]] {
-                // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
-                unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), &mut scratch) };
-            }
-            super::pool::give(scratch);
-        };
-        share_out(&pool, threads - 1, order.len(), &work);
-    } else {
-        let mut scratch = super::pool::take::<T>(sp.scratch_elems);
-        for gr in &sp.groups {
-            // the clock is read only when asked for: a read costs about as much as a small
-            // group
-            let t0 = times.is_some().then(Instant::now);
-            // SAFETY: `out` holds `out_len` elements and no other thread writes it (a large
-            // GEMM split over threads writes disjoint panels of it).
-            unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
-            if let (Some(t), Some(t0)) = (times.as_deref_mut(), t0) {
-                t.push(t0.elapsed().as_secs_f64());
-            }
-        }
-        super::pool::give(scratch);
+    match parallel {
+        Some(pool) => run_side_by_side(&ctx, &pool, threads, &out),
+        None => run_in_order(&ctx, &out, times),
     }
     ctx.cache.into_iter().for_each(super::pool::give);
     counts
+}
+
+/// The kernel calls and block pairs of a step, by group kind.
+fn step_counts(sp: &StepPlan) -> KernelCounts {
+    let mut counts = KernelCounts::default();
+    for gr in &sp.groups {
+        counts.by_kind[gr.kind as usize] += gr.kernel_calls();
+        counts.pairs += gr.pairs.len();
+    }
+    counts
+}
+
+/// A step's components side by side on `threads`: longest first, one at a time (a thread
+/// takes the next when free, so a component that runs longer than priced does not hold the
+/// others back), each with a scratch buffer from the spares.
+fn run_side_by_side<T: Scalar>(
+    ctx: &Ctx<'_, T>,
+    pool: &rayon::ThreadPool,
+    threads: usize,
+    out: &SharedMut<T>,
+) {
+    let sp = ctx.sp;
+    let order = longest_first(sp);
+    let work = |i: usize| {
+        let mut scratch = super::pool::take::<T>(sp.scratch_elems);
+        for &gi in &sp.components[order[i]] {
+            // SAFETY: `out` holds `out_len` elements; components write disjoint blocks.
+            unsafe { ctx.run_group(&sp.groups[gi as usize], out.get(), &mut scratch) };
+        }
+        super::pool::give(scratch);
+    };
+    share_out(pool, threads - 1, order.len(), &work);
+}
+
+/// A step's groups in plan order on this thread, each timed when `times` is given.
+fn run_in_order<T: Scalar>(ctx: &Ctx<'_, T>, out: &SharedMut<T>, mut times: Option<&mut Vec<f64>>) {
+    let sp = ctx.sp;
+    let mut scratch = super::pool::take::<T>(sp.scratch_elems);
+    for gr in &sp.groups {
+        // the clock is read only when asked for: a read costs about as much as a small group
+        let t0 = times.is_some().then(Instant::now);
+        // SAFETY: `out` holds `out_len` elements and no other thread writes it (a large
+        // GEMM split over threads writes disjoint panels of it).
+        unsafe { ctx.run_group(gr, out.get(), &mut scratch) };
+        if let (Some(t), Some(t0)) = (times.as_deref_mut(), t0) {
+            t.push(t0.elapsed().as_secs_f64());
+        }
+    }
+    super::pool::give(scratch);
 }
 
 /// Runs the groups of the components `keep` selects, sequentially in plan order, into `out`
