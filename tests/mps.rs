@@ -481,6 +481,16 @@ fn dense_entropies(v: &Array1<f64>, dims: &[usize]) -> Vec<f64> {
         .collect()
 }
 
+/// The state's entropies at every bond against those of its dense vector `v`.
+fn check_entropies(mps: &Mps, sites: &[Site], v: &Array1<f64>, what: &str) {
+    let dims: Vec<usize> = sites.iter().map(Site::dim).collect();
+    let got = mps.entanglement_entropies().unwrap();
+    assert_eq!(got.len(), dims.len() - 1);
+    for (g, w) in got.iter().zip(dense_entropies(v, &dims)) {
+        close(*g, w, what);
+    }
+}
+
 fn close(a: f64, b: f64, what: &str) {
     assert!((a - b).abs() < 1e-10, "{what}: {a} vs {b}");
 }
@@ -527,15 +537,7 @@ fn measurements_match_the_dense_state_vector() {
             "<A_i B_j>",
         );
     }
-    let dims: Vec<usize> = sites.iter().map(Site::dim).collect();
-    for (got, want) in mps
-        .entanglement_entropies()
-        .unwrap()
-        .iter()
-        .zip(dense_entropies(&v, &dims))
-    {
-        close(*got, want, "entropy");
-    }
+    check_entropies(&mps, &sites, &v, "entropy");
     let h = dense_h(&sites, &terms);
     let (e, var) = mps.energy_and_variance(&mpo).unwrap();
     close(e, dense_expect(&v, &h), "<H>");
@@ -586,15 +588,7 @@ fn measurements_match_the_dense_state_vector() {
             &format!("{ops:?}"),
         );
     }
-    let dims: Vec<usize> = sites.iter().map(Site::dim).collect();
-    for (got, want) in mps
-        .entanglement_entropies()
-        .unwrap()
-        .iter()
-        .zip(dense_entropies(&v, &dims))
-    {
-        close(*got, want, "fermion entropy");
-    }
+    check_entropies(&mps, &sites, &v, "fermion entropy");
     assert!(mps.correlation(&sites, &[("Cu", 9)]).is_err());
 }
 
