@@ -265,6 +265,16 @@ pub enum Error {
         /// Why it cannot be used.
         reason: String,
     },
+    /// A slice declared an identity matrix ([`crate::DynTensor::mark_identity`]) is not one.
+    #[error("leg {leg} at index {index} is not an identity slice: {reason}")]
+    NotIdentity {
+        /// The leg the slice is taken on.
+        leg: usize,
+        /// Its dense index on that leg.
+        index: usize,
+        /// What differs, naming the sector and element.
+        reason: String,
+    },
     /// A saved matrix-product state that cannot be read: another format, truncated, corrupted.
     #[error("state file {path}: {reason}")]
     StateFile {

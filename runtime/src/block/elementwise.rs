@@ -77,6 +77,7 @@ impl<T: Scalar> DynTensor<T> {
 
     /// [`Self::scale`], instantiated per element type.
     fn scale_here(&mut self, alpha: T) {
+        self.forget_identity();
         self.data.iter_mut().for_each(|x| *x = alpha * *x);
     }
 }

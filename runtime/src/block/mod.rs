@@ -3,6 +3,7 @@
 mod assign;
 mod dense;
 mod elementwise;
+mod identity;
 mod index;
 mod permute;
 mod tensor;
@@ -92,6 +93,9 @@ pub struct DynTensor<T> {
     data: Vec<T>,
     /// Fingerprint of the structure (legs, charge, keys, layouts), computed on first use.
     fp: std::sync::OnceLock<u64>,
+    /// Slices known to be identity matrices ([`Self::mark_identity`]): `(leg, dense index)`,
+    /// sorted; forgotten when the values change.
+    identity: Vec<(u32, u32)>,
 }
 
 impl<T: Scalar> DynTensor<T> {
@@ -243,6 +247,7 @@ impl<T: Scalar> DynTensor<T> {
             st: Arc::new(BlockIndex::new(blocks)),
             data,
             fp: Default::default(),
+            identity: Vec::new(),
         })
     }
 
@@ -328,6 +333,7 @@ impl<T: Scalar> DynTensor<T> {
             st: Arc::new(BlockIndex::new(blocks)),
             data: Vec::new(),
             fp: Default::default(),
+            identity: Vec::new(),
         }
     }
 
@@ -350,12 +356,18 @@ impl<T: Scalar> DynTensor<T> {
             charge: self.charge.clone(),
             st: self.st.clone(),
             data: vec![T::zero(); self.data.len()],
-            fp: self.fp.clone(),
+            fp: if self.identity.is_empty() {
+                self.fp.clone()
+            } else {
+                Default::default()
+            },
+            identity: Vec::new(),
         }
     }
 
     /// Sets every stored element to `f(dense index)`.
     pub fn fill_with(&mut self, mut f: impl FnMut(&[usize]) -> T) {
+        self.forget_identity();
         let data = &mut self.data;
         visit_elements(&self.legs, &self.st.blocks, |idx, addr| data[addr] = f(idx));
     }
@@ -409,11 +421,13 @@ impl<T: Scalar> DynTensor<T> {
             st: self.st.clone(),
             data,
             fp: Default::default(),
+            identity: Vec::new(),
         }
     }
 
     /// Takes the buffer out (to be written through raw pointers, then restored).
     pub(crate) fn take_data(&mut self) -> Vec<T> {
+        self.forget_identity();
         std::mem::take(&mut self.data)
     }
     /// Puts back a buffer taken by [`Self::take_data`] (same length).
@@ -438,6 +452,7 @@ impl<T: Scalar> DynTensor<T> {
     }
     /// The whole buffer, mutable.
     pub fn data_mut(&mut self) -> &mut [T] {
+        self.forget_identity();
         &mut self.data
     }
     /// Dense shape (sum of sector dims per leg).
@@ -493,6 +508,7 @@ impl<T: Scalar> DynTensor<T> {
             st,
             data,
             fp: Default::default(),
+            identity: Vec::new(),
         }
     }
 
@@ -515,6 +531,7 @@ impl<T: Scalar> DynTensor<T> {
             st: Arc::new(BlockIndex::new(blocks)),
             data,
             fp: Default::default(),
+            identity: Vec::new(),
         }
     }
 
@@ -533,6 +550,9 @@ impl<T: Scalar> DynTensor<T> {
             }
             h.write(self.st.blocks.len() as u64);
             h.write(self.st.fingerprint());
+            for &(leg, i) in &self.identity {
+                h.write(((leg as u64) << 32) | i as u64);
+            }
             h.finish()
         })
     }
