@@ -17,30 +17,52 @@ use std::time::Instant;
 pub struct Runner {
     pub exec: Executor,
     pub auto_order: bool,
+    /// The planned executor without the coefficient form (`planned-steps`): its pairwise steps.
+    pub steps_only: bool,
 }
 
 impl Runner {
-    /// `planned`, `pairwise`, `dense` or `planned-auto`; `auto` applies the order everywhere.
+    /// `planned`, `pairwise`, `dense`, `planned-auto` or `planned-steps`; `auto` applies the
+    /// order everywhere.
     pub fn parse(name: &str, auto: bool) -> Result<Runner> {
         match name {
             "planned-auto" => Ok(Runner {
                 exec: Executor::Planned,
                 auto_order: true,
+                steps_only: false,
+            }),
+            "planned-steps" => Ok(Runner {
+                exec: Executor::Planned,
+                auto_order: auto,
+                steps_only: true,
             }),
             _ => Ok(Runner {
                 exec: Executor::from_name(name).map_err(|_| Error::UnknownExecutor {
                     name: name.into(),
-                    expected: "planned, planned-auto, pairwise or dense".into(),
+                    expected: "planned, planned-auto, planned-steps, pairwise or dense".into(),
                 })?,
                 auto_order: auto,
+                steps_only: false,
             }),
         }
     }
     /// The name printed and looked up.
     pub fn name(&self) -> String {
-        match (self.exec, self.auto_order) {
-            (Executor::Planned, true) => "planned-auto".into(),
-            (e, _) => e.name().into(),
+        match (self.exec, self.auto_order, self.steps_only) {
+            (Executor::Planned, _, true) => "planned-steps".into(),
+            (Executor::Planned, true, _) => "planned-auto".into(),
+            (e, _, _) => e.name().into(),
+        }
+    }
+    /// The planner's options for this runner.
+    pub fn options(&self) -> PlanOptions {
+        PlanOptions {
+            coefficient_form: if self.steps_only {
+                None
+            } else {
+                PlanOptions::default().coefficient_form
+            },
+            ..PlanOptions::default()
         }
     }
 }
@@ -191,7 +213,7 @@ fn measure_typed<T: Scalar>(
         let spec = spec_of(r);
         match r.exec {
             Executor::Planned => {
-                let plan = cache.get_or_plan(spec, spec_fingerprint(spec), &refs, &opts)?;
+                let plan = cache.get_or_plan(spec, spec_fingerprint(spec), &refs, &r.options())?;
                 let (t, s, c) = execute(&plan, &refs, T::one(), threads, None)?;
                 Ok((t, s.pair_gemms(), c.total(), s.steps.len(), s.flops))
             }
@@ -223,12 +245,13 @@ fn measure_typed<T: Scalar>(
         if e.exec == Executor::Planned {
             let (spec, fp) = (spec_of(e), spec_fingerprint(spec_of(e)));
             let t0 = Instant::now();
-            let plan = cache.get_or_plan(spec, fp, &refs, &opts)?;
+            let eo = e.options();
+            let plan = cache.get_or_plan(spec, fp, &refs, &eo)?;
             o.plan_ms = Some(t0.elapsed().as_secs_f64() * 1e3);
             let n = 2000;
             let t0 = Instant::now();
             for _ in 0..n {
-                std::hint::black_box(cache.get_or_plan(spec, fp, &refs, &opts)?);
+                std::hint::black_box(cache.get_or_plan(spec, fp, &refs, &eo)?);
             }
             o.cached_us = Some(t0.elapsed().as_secs_f64() * 1e6 / n as f64);
             o.gemm_ms = Some(gemms_alone_ms::<T>(&plan));

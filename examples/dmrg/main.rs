@@ -44,6 +44,24 @@ struct Args {
     /// entanglement entropy at every bond, and the energy variance `<H^2> - <H>^2`.
     #[arg(long)]
     measure: bool,
+    /// The coefficient form of the effective Hamiltonian and environments: `cost` (the cost
+    /// model decides per contraction), `always` or `off` (the pairwise steps).
+    #[arg(long, default_value = "cost")]
+    coefficient_form: String,
+}
+
+/// The `--coefficient-form` choice, or an error naming the option.
+fn coefficient_form(s: &str) -> Result<Option<blockcontract::plan::Policy>, Error> {
+    use blockcontract::plan::Policy;
+    match s {
+        "cost" => Ok(Some(Policy::CostModel)),
+        "always" => Ok(Some(Policy::Always)),
+        "off" => Ok(None),
+        _ => Err(Error::InvalidArgument {
+            name: "--coefficient-form".into(),
+            reason: format!("`{s}`: expected `cost`, `always` or `off`"),
+        }),
+    }
 }
 
 /// The `--reorthogonalize` choice, or an error naming the option.
@@ -98,6 +116,7 @@ fn run(args: &Args) -> Result<(), Error> {
         });
     }
     blockcontract::linalg::set_threads(args.threads);
+    blockcontract::set_coefficient_form(coefficient_form(&args.coefficient_form)?);
     if args.l < 3 {
         return Err(Error::InvalidArgument {
             name: "--L".into(),

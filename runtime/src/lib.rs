@@ -46,6 +46,6 @@ pub use symmetry::{Charge, ChargeKind, Flow, Leg, Sector, Space, SpaceKind, Symm
 pub use workload::Workload;
 
 pub use macro_support::{
-    clear_plan_caches, plan_cache_sites, plan_caches, set_plan_cache_capacity,
+    clear_plan_caches, plan_cache_sites, plan_caches, set_coefficient_form, set_plan_cache_capacity,
 };
 pub use plan::CacheStats;

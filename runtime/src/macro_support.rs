@@ -75,10 +75,33 @@ pub fn set_plan_cache_capacity(bytes: usize) {
     }
 }
 
-/// The options `contract!` plans with (every kind, this machine's stored cost model).
+/// How `contract!` call sites choose the coefficient form: 0 never, 1 by the cost model, 2
+/// wherever it applies.
+static COEFFICIENT_FORM: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(1);
+
+/// Sets how every `contract!` call site chooses the coefficient form
+/// ([`crate::plan::coefficient`]): `Some(Policy::CostModel)` (the default), `Some(Always)`
+/// or `None` (never: the pairwise steps). Plans are cached per choice, so switching is safe.
+pub fn set_coefficient_form(policy: Option<crate::plan::Policy>) {
+    let v = match policy {
+        None => 0,
+        Some(crate::plan::Policy::CostModel) => 1,
+        Some(crate::plan::Policy::Always) => 2,
+    };
+    COEFFICIENT_FORM.store(v, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The options `contract!` plans with (every kind, this machine's stored cost model, the
+/// coefficient form as [`set_coefficient_form`] says).
 fn default_options() -> PlanOptions {
     static OPTS: OnceLock<PlanOptions> = OnceLock::new();
-    *OPTS.get_or_init(PlanOptions::default)
+    let mut o = *OPTS.get_or_init(PlanOptions::default);
+    o.coefficient_form = match COEFFICIENT_FORM.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => None,
+        2 => Some(crate::plan::Policy::Always),
+        _ => Some(crate::plan::Policy::CostModel),
+    };
+    o
 }
 
 impl CallSite {

@@ -30,12 +30,57 @@ impl Plan {
             }
         );
         let _ = writeln!(s, "cost model: {m}");
+        if let Some(cf) = &self.coefficient {
+            explain_coefficient(&mut s, cf, self);
+        }
         for (si, st) in self.steps.iter().enumerate() {
             let times = measured.and_then(|ms| ms.get(si)).map(|v| v.as_slice());
             explain_step(&mut s, si, st, times, max_groups);
         }
         s
     }
+}
+
+/// The coefficient form's lines: what runs instead of the steps, and why.
+fn explain_coefficient(s: &mut String, cf: &super::CoefficientPlan, plan: &Plan) {
+    let name = |i: usize| format!("operand {i}");
+    let _ = writeln!(
+        s,
+        "coefficient form (CPU executor; the steps below are what the other executors run): \
+         {} applied as coefficients, chain {} * {} * {} {}",
+        name(cf.coef),
+        name(cf.chain[0]),
+        name(cf.chain[1]),
+        name(cf.chain[2]),
+        if cf.left_first {
+            "(left-first: the written chain transposed)"
+        } else {
+            "(right-first)"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  {} terms ({} around a marked identity); {} first-stage GEMMs (T = M2*M3), {} axpys \
+         into Q and {} into the output streaming {} elements, {} last-stage GEMMs \
+         (Y += M1*Q); {:.3} GFLOP",
+        cf.axpys.len() + cf.direct.len(),
+        cf.identity_terms,
+        cf.firsts.len(),
+        cf.axpys.len(),
+        cf.direct.len(),
+        cf.axpy_elems,
+        cf.seconds.len(),
+        cf.flops / 1e9
+    );
+    let _ = writeln!(
+        s,
+        "  predicted {:.1} us; the other direction {:.1} us; the pairwise steps {:.1} us \
+         ({:.3} GFLOP)",
+        cf.predicted_s * 1e6,
+        cf.other_direction_s * 1e6,
+        cf.pairwise_s * 1e6,
+        plan.flops() / 1e9
+    );
 }
 
 /// One step's lines of [`Plan::explain_with`]: its summary, then its costliest groups (by

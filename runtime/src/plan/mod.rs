@@ -3,6 +3,7 @@
 
 pub mod cache;
 pub mod calibrate;
+pub mod coefficient;
 pub mod cost;
 mod explain;
 mod family;
@@ -18,6 +19,7 @@ pub mod step;
 mod step_plan;
 
 pub use cache::{fingerprint, CacheStats, PlanCache};
+pub use coefficient::CoefficientPlan;
 pub use cost::CostModel;
 pub use group::{Access, Group, GroupKind, KernelCounts, Member, Place, Reach, SplitAt};
 pub use layout::{THIN_MAX_K, THIN_MAX_R};
@@ -76,6 +78,9 @@ pub struct Plan {
     operand_fps: Vec<u64>,
     /// The structure fingerprint of the target the last step writes into, if planned so.
     pub(crate) output_fp: Option<u64>,
+    /// The coefficient form, where chosen: the CPU executor runs it instead of the steps
+    /// (which the other executors run, and which give the output's structure).
+    pub coefficient: Option<Arc<CoefficientPlan>>,
 }
 
 impl Plan {
@@ -144,7 +149,7 @@ impl Plan {
                 .map(|o| o.block_pack.len() * 4)
                 .sum::<usize>();
         }
-        b
+        b + self.coefficient.as_ref().map_or(0, |c| c.approx_bytes())
     }
 
     /// The result's structure (legs, charge, blocks, layouts) with no buffer; an error for a
@@ -307,7 +312,10 @@ fn build<T: Scalar>(
     let Some(finish) = finish_of(&root, &steps, &out_labels, target.is_some())? else {
         return Ok(None);
     };
+    let coefficient =
+        coefficient::choose_coefficient_form(spec, ops, &steps, options).map(Arc::new);
     Ok(Some(Plan {
+        coefficient,
         steps,
         tree,
         order_given,

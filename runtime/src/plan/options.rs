@@ -31,6 +31,9 @@ pub struct PlanOptions {
     pub grouped: bool,
     /// How kinds are chosen.
     pub policy: Policy,
+    /// The coefficient form ([`super::coefficient`]): chosen by the cost model, wherever it
+    /// applies, or (None) never.
+    pub coefficient_form: Option<Policy>,
     /// The cost model's constants.
     pub model: CostModel,
 }
@@ -45,6 +48,7 @@ impl Default for PlanOptions {
             rectangle: true,
             grouped: true,
             policy: Policy::CostModel,
+            coefficient_form: Some(Policy::CostModel),
             model: CostModel::calibrated(),
         }
     }
@@ -59,6 +63,7 @@ impl PlanOptions {
             contraction_axis: false,
             rectangle: false,
             grouped: false,
+            coefficient_form: None,
             ..Self::default()
         }
     }
@@ -71,6 +76,7 @@ impl PlanOptions {
             rectangle: kind == GroupKind::Rectangle,
             grouped: kind == GroupKind::Grouped,
             policy: Policy::Always,
+            coefficient_form: None,
             model: CostModel::default(),
         }
     }
@@ -89,7 +95,12 @@ impl PlanOptions {
             h |= (*b as u64) << i;
         }
         let mut f = crate::hash::Fx::default();
-        f.write(h | ((self.policy == Policy::Always) as u64) << 8);
+        let coef = match self.coefficient_form {
+            None => 0u64,
+            Some(Policy::CostModel) => 1,
+            Some(Policy::Always) => 2,
+        };
+        f.write(h | ((self.policy == Policy::Always) as u64) << 8 | coef << 9);
         for x in self.model.to_array() {
             f.write(x.to_bits());
         }

@@ -11,6 +11,7 @@ use crate::threads::{pool, share_out};
 use crate::view::{for_each_pair, CopyMode, Layout, MatShape, MAX_RANK};
 use std::time::Instant;
 
+pub mod coefficient;
 mod in_place;
 mod split;
 

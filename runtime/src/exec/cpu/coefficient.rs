@@ -1,0 +1,191 @@
+//! Runs a contraction planned in the coefficient form ([`crate::plan::coefficient`]): the
+//! first stage's GEMMs side by side into one workspace, then per output block its `Q`
+//! buffers, their axpys (exact zeros skipped) and the last stage's GEMMs.
+
+use super::SharedMut;
+use crate::block::DynTensor;
+use crate::kernel::{gemm, tiny_gemm, tiny_wins, Accum, RawMat, RawMatMut};
+use crate::plan::coefficient::{Axpy, CoefficientPlan, Source};
+use crate::plan::{GroupKind, KernelCounts};
+use crate::scalar::{Conj, Scalar};
+use crate::threads::{pool, share_out};
+
+/// `C (+)= alpha A B` on the tiny kernel where a library call's fixed cost would dominate.
+///
+/// # Safety
+/// As [`gemm`].
+unsafe fn gemm_auto<T: Scalar>(
+    c: RawMatMut<T>,
+    accum: Accum,
+    a: RawMat<T>,
+    b: RawMat<T>,
+    alpha: T,
+) {
+    let (m, n, k) = (c.shape.m, c.shape.n, a.shape.n);
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if tiny_wins(m, n, k) {
+            tiny_gemm(c, accum, a, b, alpha)
+        } else {
+            gemm(c, accum, a, b, alpha)
+        }
+    }
+}
+
+/// Runs `cf` on `ops` into `out` (the output's buffer, in the layout the plan was made for):
+/// `out = alpha · result` (`Replace`, every element written) or `out += alpha · result`.
+pub fn run_coefficient<T: Scalar>(
+    cf: &CoefficientPlan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    out: &mut [T],
+    accum: Accum,
+) -> KernelCounts {
+    if accum == Accum::Replace {
+        out.fill(T::zero());
+    }
+    let mut t = crate::exec::pool::take::<T>(cf.t_len);
+    if t.len() < cf.t_len {
+        t.resize(cf.t_len, T::zero());
+    }
+    let [m1, m2, m3] = cf.chain.map(|k| ops[k]);
+    let tp = SharedMut(t.as_mut_ptr());
+    let first = |i: usize| {
+        let f = &cf.firsts[i];
+        let a = RawMat::new(m2.data().as_ptr().wrapping_add(f.a), f.a_shape).with_conj(cf.conj[1]);
+        let b = RawMat::new(m3.data().as_ptr().wrapping_add(f.b), f.b_shape).with_conj(cf.conj[2]);
+        let shape = crate::view::MatShape::row_major(f.a_shape.m, f.b_shape.n);
+        // SAFETY: the plan gives each first-stage GEMM its own region of the workspace, which
+        // holds `t_len` elements; `a` and `b` are views inside their operands' buffers.
+        unsafe {
+            gemm_auto(
+                RawMatMut::new(tp.get().add(f.t), shape),
+                Accum::Replace,
+                a,
+                b,
+                T::one(),
+            )
+        };
+    };
+    let coef = ops[cf.coef].data();
+    let value = |a: &Axpy| match cf.coef_conj {
+        Conj::No => coef[a.coef],
+        Conj::Yes => coef[a.coef].conj(),
+    };
+    let source = |a: &Axpy| -> *const T {
+        match a.src {
+            Source::Workspace => tp.get(),
+            Source::Middle => m2.data().as_ptr(),
+            Source::Last => m3.data().as_ptr(),
+        }
+    };
+    // a source read straight from an operand is conjugated as that operand is
+    let conj_of = |a: &Axpy| match a.src {
+        Source::Workspace => Conj::No,
+        Source::Middle => cf.conj[1],
+        Source::Last => cf.conj[2],
+    };
+    let op = SharedMut(out.as_mut_ptr());
+    let second = |o: usize, q: &mut Vec<T>| {
+        let w = cf.outputs[o];
+        if q.len() < cf.q_len {
+            q.resize(cf.q_len, T::zero());
+        }
+        for g in &cf.seconds[w.seconds.0 as usize..w.seconds.1 as usize] {
+            let (k, n) = (g.m1_shape.n, g.out_shape.n);
+            let q = &mut q[..k * n];
+            q.fill(T::zero());
+            let mut any = false;
+            for a in &cf.axpys[g.axpys.0 as usize..g.axpys.1 as usize] {
+                let f = value(a);
+                if f != T::zero() {
+                    // SAFETY: the first stage is done; the plan keeps every slice inside its
+                    // source and every destination inside `Q` (`k x n`).
+                    unsafe { axpy(q.as_mut_ptr(), f, source(a), conj_of(a), a) };
+                    any = true;
+                }
+            }
+            if !any {
+                continue;
+            }
+            let a = RawMat::new(m1.data().as_ptr().wrapping_add(g.m1), g.m1_shape)
+                .with_conj(cf.conj[0]);
+            let b = RawMat::new(q.as_ptr(), crate::view::MatShape::row_major(k, n));
+            // SAFETY: output blocks are written by one task each; the view lies in `out`.
+            unsafe {
+                gemm_auto(
+                    RawMatMut::new(op.get().add(g.out), g.out_shape),
+                    Accum::Add,
+                    a,
+                    b,
+                    alpha,
+                )
+            };
+        }
+        for a in &cf.direct[w.direct.0 as usize..w.direct.1 as usize] {
+            let f = value(a) * alpha;
+            if f != T::zero() {
+                // SAFETY: as above; the destination is this task's output block.
+                unsafe { axpy(op.get(), f, source(a), conj_of(a), a) };
+            }
+        }
+    };
+    match pool(threads).filter(|_| threads > 1) {
+        Some(p) => {
+            share_out(&p, threads - 1, cf.firsts.len(), &first);
+            let each = |o: usize| {
+                let mut q = crate::exec::pool::take::<T>(cf.q_len);
+                second(o, &mut q);
+                crate::exec::pool::give(q);
+            };
+            share_out(&p, threads - 1, cf.outputs.len(), &each);
+        }
+        None => {
+            (0..cf.firsts.len()).for_each(first);
+            let mut q = crate::exec::pool::take::<T>(cf.q_len);
+            (0..cf.outputs.len()).for_each(|o| second(o, &mut q));
+            crate::exec::pool::give(q);
+        }
+    }
+    crate::exec::pool::give(t);
+    let mut c = KernelCounts::default();
+    c.by_kind[GroupKind::FreeAxis as usize] = cf.firsts.len();
+    c.by_kind[GroupKind::ContractionAxis as usize] = cf.seconds.len();
+    c.pairs = cf.axpys.len() + cf.direct.len();
+    c
+}
+
+/// `dst[a.d + i d_rs + j d_cs] += f src[a.s + i s_rs + j s_cs]` over `a.rows x a.cols`,
+/// the source conjugated where `conj` says.
+///
+/// # Safety
+/// Every element of both views lies in its buffer; the destination is not read or written
+/// by another thread meanwhile.
+unsafe fn axpy<T: Scalar>(dst: *mut T, f: T, src: *const T, conj: Conj, a: &Axpy) {
+    let (rows, cols) = (a.rows as isize, a.cols as isize);
+    for i in 0..rows {
+        // SAFETY: by the caller's contract (rows and columns inside both views).
+        unsafe {
+            let d = dst.offset(a.d as isize + i * a.d_rs);
+            let s = src.offset(a.s as isize + i * a.s_rs);
+            match (conj, a.d_cs, a.s_cs) {
+                (Conj::No, 1, 1) => {
+                    for j in 0..cols {
+                        *d.offset(j) += f * *s.offset(j);
+                    }
+                }
+                (Conj::No, _, _) => {
+                    for j in 0..cols {
+                        *d.offset(j * a.d_cs) += f * *s.offset(j * a.s_cs);
+                    }
+                }
+                (Conj::Yes, _, _) => {
+                    for j in 0..cols {
+                        *d.offset(j * a.d_cs) += f * (*s.offset(j * a.s_cs)).conj();
+                    }
+                }
+            }
+        }
+    }
+}
