@@ -654,3 +654,148 @@ fn factorizations_on_several_threads_equal_one_thread() {
         assert!(one == three, "seed {seed}: 3 threads differ from 1");
     }
 }
+
+/// The truncated split by the Gram matrix against the dense SVD: the kept factor an isometry,
+/// the discarded weight and the kept singular values the dense ones, the product `t` up to
+/// exactly the discarded weight.
+fn check_split<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+    use blockcontract::linalg::{truncated_split, Keep};
+    let (t, rows, cols) = case::<T>(seed, sym);
+    let dense = sorted_singular_values(&matricize(&t, &rows, &cols));
+    let total: f64 = dense.iter().map(|s| s * s).sum();
+    if total == 0.0 {
+        return Ok(());
+    }
+    let mut rng = common::Rng(seed ^ 0x5eed);
+    let chi = 1 + rng.below(dense.len().max(1));
+    for keep in [Keep::Left, Keep::Right] {
+        let f = truncated_split(&t, &rows, &cols, &Truncation::new(chi, 1e-14), keep).unwrap();
+        let (iso, bond) = match keep {
+            Keep::Left => (&f.left, f.left.rank() - 1),
+            Keep::Right => (&f.right, 0),
+        };
+        prop_assert!(
+            is_identity(&gram(iso, &[], bond)) < 1e-13,
+            "{keep:?} not an isometry"
+        );
+        // the dense values the truncation keeps: the largest `chi` above the cutoff
+        let kept: Vec<f64> = dense
+            .iter()
+            .copied()
+            .filter(|&s| s > 1e-14 * dense[0])
+            .take(chi)
+            .collect();
+        let dw: f64 = (total - kept.iter().map(|s| s * s).sum::<f64>()) / total;
+        prop_assert!(
+            (f.discarded_weight - dw).abs() < 1e-12,
+            "{} vs {dw}",
+            f.discarded_weight
+        );
+        for (a, b) in f.singular_values.iter().zip(&kept) {
+            prop_assert!((a * a - b * b).abs() < 1e-13 * total, "{a} vs {b}");
+            if *b > 1e-3 * dense[0] {
+                prop_assert!((a - b).abs() < 1e-9 * b, "{a} vs {b}");
+            }
+        }
+        let back = recombine(&f.left, &f.right, &rows, &cols);
+        let mut diff = back.clone();
+        diff.axpy(-T::one(), &t).unwrap();
+        let lost = diff.norm().powi(2) / total;
+        prop_assert!(
+            (lost - f.discarded_weight).abs() < 1e-12,
+            "{lost} vs {}",
+            f.discarded_weight
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn truncated_split_matches_the_dense_svd_f64(seed in any::<u64>(), sym in 0usize..5) {
+        check_split::<f64>(seed, sym)?;
+    }
+
+    #[test]
+    fn truncated_split_matches_the_dense_svd_complex(seed in any::<u64>(), sym in 0usize..5) {
+        check_split::<Complex64>(seed, sym)?;
+    }
+}
+
+#[test]
+fn truncated_split_is_exact_with_near_degenerate_and_tiny_singular_values() {
+    use blockcontract::linalg::{truncated_split, Keep};
+    let triv = blockcontract::Symmetry::none();
+    let n = 12;
+    let sp = std::sync::Arc::new(blockcontract::Space::block(&triv, &[(vec![], n)]).unwrap());
+    // orthogonal U, V from the QR of seeded matrices; singular values with a near-degenerate
+    // pair, values at 1e-9, 1e-15 and exact zeros
+    let q = |seed: u64| {
+        let m = Mat::<f64>::from_fn(n, n, |i, j| common::value::<f64>(seed, &[i, j]));
+        m.as_ref().qr().compute_Q()
+    };
+    let (u, v) = (q(1), q(2));
+    let s = [
+        1.0,
+        1.0 + 1e-12,
+        0.5,
+        0.5 - 1e-13,
+        0.1,
+        1e-3,
+        1e-6,
+        1e-9,
+        1e-12,
+        1e-15,
+        0.0,
+        0.0,
+    ];
+    let m = Mat::<f64>::from_fn(n, n, |i, j| {
+        (0..n).map(|k| u[(i, k)] * s[k] * v[(j, k)]).sum()
+    });
+    let d = ndarray::Array2::from_shape_fn((n, n), |(i, j)| m[(i, j)]).into_dyn();
+    let t = DynTensor::from_dense(vec![Leg::out(&sp), Leg::inc(&sp)], triv.zero(), &d).unwrap();
+    let total: f64 = s.iter().map(|x| x * x).sum();
+    for chi in [1, 2, 3, 4, 8, 9, 10, 12] {
+        for keep in [Keep::Left, Keep::Right] {
+            let f = truncated_split(&t, &[0], &[1], &Truncation::new(chi, 1e-14), keep).unwrap();
+            let mut sorted = s.to_vec();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            let kept: Vec<f64> = sorted
+                .into_iter()
+                .filter(|&x| x > 1e-14)
+                .take(chi)
+                .collect();
+            let dw = (total - kept.iter().map(|x| x * x).sum::<f64>()) / total;
+            assert!(
+                (f.discarded_weight - dw).abs() < 1e-14,
+                "chi {chi} {keep:?}: {} vs {dw}",
+                f.discarded_weight
+            );
+            let (iso, bond) = match keep {
+                Keep::Left => (&f.left, 1),
+                Keep::Right => (&f.right, 0),
+            };
+            assert!(
+                is_identity(&gram(iso, &[], bond)) < 1e-13,
+                "chi {chi} {keep:?}"
+            );
+            let back = recombine(&f.left, &f.right, &[0], &[1]);
+            let mut diff = back;
+            diff.axpy(-1.0, &t).unwrap();
+            assert!(
+                (diff.norm().powi(2) / total - dw).abs() < 1e-14,
+                "chi {chi} {keep:?}"
+            );
+            // squares to 1e-14 of the largest: a value's relative precision falls as
+            // (s_max / s)^2, full near the top
+            for (a, b) in f.singular_values.iter().zip(&kept) {
+                assert!((a * a - b * b).abs() < 1e-14, "chi {chi}: {a} vs {b}");
+                if *b > 1e-3 {
+                    assert!((a - b).abs() < 1e-9 * b, "chi {chi}: {a} vs {b}");
+                }
+            }
+        }
+    }
+}

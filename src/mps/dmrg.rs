@@ -6,7 +6,7 @@
 
 use super::mpo::Mpo;
 use super::state::Mps;
-use crate::linalg::{lanczos, svd, LanczosOptions, Truncation};
+use crate::linalg::{lanczos, truncated_split, Keep, LanczosOptions, Truncation};
 use crate::{contract, CacheStats, DynTensor, Error, Leg, PlanCache, Scalar, Tensor};
 use std::time::Instant;
 
@@ -128,8 +128,11 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
         let last = mps.tensors[l - 1].legs()[2].space.clone();
         let mut left = vec![None; l];
         let mut right = vec![None; l];
-        left[0] = Some(boundary(mpo, &first, true)?);
-        right[l - 1] = Some(boundary(mpo, &last, false)?);
+        let (mut l0, mut r0) = (boundary(mpo, &first, true)?, boundary(mpo, &last, false)?);
+        mark_identities(&mut l0);
+        mark_identities(&mut r0);
+        left[0] = Some(l0);
+        right[l - 1] = Some(r0);
         let mut d = Dmrg {
             mpo,
             mps,
@@ -160,7 +163,8 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
         let b = &self.mps.tensors[i];
         let w = &self.mpo.w[i];
         let threads = self.threads;
-        let rn = contract!(rn[a, w0, ap] := ((b[a, s, x] * r[x, w1, xp]) * w[w0, w1, sp, s]) * conj(b)[ap, sp, xp]; threads = threads)?;
+        let mut rn = contract!(rn[a, w0, ap] := ((b[a, s, x] * r[x, w1, xp]) * w[w0, w1, sp, s]) * conj(b)[ap, sp, xp]; threads = threads)?;
+        mark_identities(&mut rn);
         self.right[i - 1] = Some(rn);
         self.phases.environments += t0.elapsed().as_secs_f64();
         Ok(())
@@ -173,7 +177,8 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
         let a = &self.mps.tensors[i];
         let w = &self.mpo.w[i];
         let threads = self.threads;
-        let ln = contract!(ln[x, w1, xp] := ((l[y, w0, yp] * a[y, s, x]) * w[w0, w1, sp, s]) * conj(a)[yp, sp, xp]; threads = threads)?;
+        let mut ln = contract!(ln[x, w1, xp] := ((l[y, w0, yp] * a[y, s, x]) * w[w0, w1, sp, s]) * conj(a)[yp, sp, xp]; threads = threads)?;
+        mark_identities(&mut ln);
         self.left[i + 1] = Some(ln);
         self.phases.environments += t0.elapsed().as_secs_f64();
         Ok(())
@@ -225,25 +230,24 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
         self.phases.heff += t0.elapsed().as_secs_f64();
 
         let t0 = Instant::now();
-        let f = svd(
+        // the factor that stays behind the orthogonality centre is the isometry
+        let keep = if right { Keep::Left } else { Keep::Right };
+        let f = truncated_split(
             &gs.vector,
             &[0, 1],
             &[2, 3],
             &Truncation::new(chi, self.cutoff),
+            keep,
         )?;
         let norm = f.singular_values.iter().map(|s| s * s).sum::<f64>().sqrt();
-        let mut s = Tensor::<T, 2>::try_from(f.s)?;
-        s.scale(T::from_f64(1.0 / norm));
-        let u = Tensor::<T, 3>::try_from(f.u)?;
-        let vh = Tensor::<T, 3>::try_from(f.vh)?;
-        let t = &mut self.mps.tensors;
-        if right {
-            t[i] = u;
-            t[i + 1] = contract!(n[k, t, y] := s[k, l] * vh[l, t, y])?;
-        } else {
-            t[i] = contract!(n[x, p, k] := u[x, p, l] * s[l, k])?;
-            t[i + 1] = vh;
+        let (mut left, mut right_t) = (f.left, f.right);
+        match keep {
+            Keep::Left => right_t.scale(T::from_f64(1.0 / norm)),
+            Keep::Right => left.scale(T::from_f64(1.0 / norm)),
         }
+        let t = &mut self.mps.tensors;
+        t[i] = Tensor::<T, 3>::try_from(left)?;
+        t[i + 1] = Tensor::<T, 3>::try_from(right_t)?;
         self.phases.factorize += t0.elapsed().as_secs_f64();
         if right {
             self.update_left(i)?;
@@ -356,6 +360,16 @@ fn boundary<T: Scalar>(
         [Leg::inc(b), Leg::inc(w), Leg::out(b)]
     };
     Tensor::from_fn(legs, b.symmetry().zero(), None, |_| T::one())
+}
+
+/// Marks every slice of an environment's MPO leg that is an identity matrix (in a canonical
+/// MPS, the left environment at the MPO's first state and the right one at its last), so that
+/// the contractions with it skip those GEMMs; a slice that is not one is left unmarked (the
+/// check stops at its first differing element).
+fn mark_identities<T: Scalar>(env: &mut Tensor<T, 3>) {
+    for i in 0..env.legs()[1].space.dim() {
+        let _ = env.mark_identity(1, i);
+    }
 }
 
 fn missing(which: &str, i: usize) -> Error {

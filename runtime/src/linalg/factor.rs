@@ -46,7 +46,7 @@ impl Truncation {
             cutoff,
         }
     }
-    fn check(&self) -> Result<()> {
+    pub(super) fn check(&self) -> Result<()> {
         if !(self.cutoff.is_finite() && self.cutoff >= 0.0) {
             return Err(Error::InvalidArgument {
                 name: "cutoff".into(),
@@ -89,7 +89,7 @@ pub struct Eigh<T> {
     pub values: Vec<f64>,
 }
 
-fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
+pub(super) fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Factorization {
         what: what.into(),
         reason: format!("{e:?}"),
@@ -99,7 +99,7 @@ fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
 /// `f` on every sector, the results in sector order (the first error in that order is
 /// returned): side by side on [`set_threads`](super::set_threads)'s threads, largest first,
 /// when it gave several.
-fn per_sector<S: std::borrow::Borrow<Sector> + Sync, R: Send>(
+pub(super) fn per_sector<S: std::borrow::Borrow<Sector> + Sync, R: Send>(
     secs: &[S],
     f: impl Fn(&Sector) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
@@ -131,7 +131,7 @@ fn per_sector<S: std::borrow::Borrow<Sector> + Sync, R: Send>(
 }
 
 /// The new bond: one sector per sector of `t` that keeps something, charge `charge(q)`.
-fn bond(
+pub(super) fn bond(
     sym: &Symmetry,
     secs: &[&Sector],
     kept: &[usize],
@@ -149,7 +149,7 @@ fn bond(
 /// then `b` (out), `right` on `b` (in) then the column legs, sector `i` of `b` holding
 /// `kept[i]` columns of `lm[i]` and rows of `rm[i]` (the matrices of `t`'s sector `secs[i]`);
 /// `(lq, rq)` the factors' total charges. The one place SVD, QR and LQ build their results.
-fn split_factors<T: Scalar>(
+pub(super) fn split_factors<T: Scalar>(
     t: &DynTensor<T>,
     (rows, cols): (&[usize], &[usize]),
     (secs, kept): (&[&Sector], &[usize]),
@@ -197,7 +197,7 @@ fn hermitian_defect<T: Scalar>(m: MatRef<'_, T>) -> (f64, f64) {
 }
 
 /// The adjoint of `m`, materialised.
-fn adjoint<T: Scalar>(m: MatRef<'_, T>) -> Mat<T> {
+pub(super) fn adjoint<T: Scalar>(m: MatRef<'_, T>) -> Mat<T> {
     Mat::from_fn(m.ncols(), m.nrows(), |i, j| (*m.get(j, i)).conj())
 }
 
@@ -273,7 +273,11 @@ fn svd_here<T: Scalar>(
 /// How many singular values each sector keeps (the largest over all sectors, at most
 /// `max_dim`, none below `cutoff` times the largest, at least one) and the discarded weight;
 /// `all` holds (value, sector) and comes back sorted, largest first.
-fn truncate(all: &mut [(f64, usize)], sectors: usize, trunc: &Truncation) -> (Vec<usize>, f64) {
+pub(super) fn truncate(
+    all: &mut [(f64, usize)],
+    sectors: usize,
+    trunc: &Truncation,
+) -> (Vec<usize>, f64) {
     all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let smax = all.first().map_or(0.0, |x| x.0);
     let total: f64 = all.iter().map(|x| x.0 * x.0).sum();

@@ -27,11 +27,13 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod factor;
+mod gram;
 mod lanczos;
 mod matrix;
 mod vector;
 
 pub use factor::{eigh, lq, qr, svd, Eigh, Svd, Truncation};
+pub use gram::{truncated_split, Keep, Split};
 pub use lanczos::{lanczos, LanczosOptions, LanczosResult, Reorthogonalization, Vector};
 pub use vector::Projection;
 
