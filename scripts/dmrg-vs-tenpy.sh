@@ -15,12 +15,14 @@ while [ $# -gt 0 ]; do
         *) args+=("$1"); shift ;;
     esac
 done
-cargo build --release --example dmrg >&2
+# OURS: a dmrg binary to run instead of building this checkout's
+ours_bin="${OURS:-./target/release/examples/dmrg}"
+[ -n "${OURS:-}" ] || cargo build --release --example dmrg >&2
 ours=()
 theirs=()
 run_ours() {
     local out
-    out=$(./target/release/examples/dmrg "${args[@]}" --threads 1)
+    out=$("$ours_bin" "${args[@]}" --threads 1)
     echo "$out" | sed 's/^/ours:  /'
     ours+=("$(echo "$out" | awk '/^total/ { for (i = 1; i <= NF; i++) if ($i == "time_s") print $(i + 1) }')")
 }

@@ -105,6 +105,19 @@ def J1J2Chain(params):
     return _j1j2_class()(params)
 
 
+def print_phases(prof, total):
+    """One line: the cumulative time of TeNPy's DMRG phases under cProfile (its overhead
+    included; `total_s` the sweeps' wall time under the profiler)."""
+    import pstats
+    st = pstats.Stats(prof).stats
+    def cum(path_end, names):
+        return sum(v[3] for (f, _, n), v in st.items() if f.endswith(path_end) and n in names)
+    diag = cum('algorithms/dmrg.py', {'diag'})
+    svd = cum('algorithms/dmrg.py', {'mixed_svd'})
+    env = cum('algorithms/mps_common.py', {'update_LP', 'update_RP'})
+    print('phases diag_s %.3f mixed_svd_s %.3f environments_s %.3f total_s %.3f' % (diag, svd, env, total))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--model', required=True,
@@ -116,7 +129,13 @@ def main():
     ap.add_argument('--updates', default=None, help='write one line per local update to this file')
     ap.add_argument('--measure', action='store_true',
                     help='then print <Sz> (Heisenberg) or <Ntot> (Hubbard) per site, the entanglement entropy per bond, and <H> with its variance')
+    ap.add_argument('--profile', action='store_true',
+                    help='run the sweeps under cProfile and print the time of each phase: the local eigensolver (diag), the factorization (mixed_svd), the environments (update_LP/update_RP)')
     a = ap.parse_args()
+    prof = None
+    if a.profile:
+        import cProfile
+        prof = cProfile.Profile()
     chis = [int(c) for c in a.chi.split(',')]
     sweeps = [int(s) for s in a.sweeps.split(',')]
     sweeps += [sweeps[-1]] * (len(chis) - len(sweeps))
@@ -137,7 +156,11 @@ def main():
             n_seen = 0
             for _ in range(n):
                 t0 = time.perf_counter()
+                if prof:
+                    prof.enable()
                 eng.sweep(optimize=True)
+                if prof:
+                    prof.disable()
                 dt = time.perf_counter() - t0
                 E = float(eng.update_stats['E_total'][-1])
                 err = float(max(eng.trunc_err_list)) if eng.trunc_err_list else 0.
@@ -157,6 +180,8 @@ def main():
     print('total %s L %d E %.12f time_s %.3f sweeps %d lanczos_vectors %d' % (a.model, a.L, E, total, k, matvecs))
     print('updates %d lanczos_updates %d ed_updates %d mpo_bond_dim %d' % (
         n_updates, n_updates - n_ed, n_ed, max(M.H_MPO.chi)))
+    if prof:
+        print_phases(prof, total)
     if a.measure:
         fmt = lambda v: ' '.join('%.6f' % x for x in v)
         op = {'hubbard': 'Ntot', 'bose-hubbard': 'N'}.get(a.model, 'Sz')
