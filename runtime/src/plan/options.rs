@@ -31,7 +31,7 @@ pub struct PlanOptions {
     pub grouped: bool,
     /// How kinds are chosen.
     pub policy: Policy,
-    /// The coefficient form ([`super::coefficient`]): chosen by the cost model, wherever it
+    /// The coefficient form (R/A/B/C, `plan/coefficient.rs`): chosen by the cost model, wherever it
     /// applies, or (None) never.
     pub coefficient_form: Option<Policy>,
     /// The cost model's constants.
