@@ -54,7 +54,7 @@ pub fn measure(w: &Workload, per_block: bool, args: &Args) -> Result<Outcome> {
         executor: crate::run::Runner {
             exec: Executor::Planned,
             auto_order: false,
-            steps_only: false,
+            form: blockcontract::PlanOptions::default().coefficient_form,
         },
         blocks: w
             .contraction

@@ -22,7 +22,7 @@ use std::path::PathBuf;
 pub struct Args {
     /// Workload files (blocksparse-workload/1); other .json files (expected.json) are skipped.
     pub files: Vec<PathBuf>,
-    /// Executors: planned (default), pairwise, dense; repeat the flag for several.
+    /// Executors: planned (default), planned-steps, planned-form, pairwise, dense; repeat the flag for several.
     #[arg(long = "executor")]
     pub executors: Vec<String>,
     /// Timed repeats per executor after one warm-up.

@@ -3,7 +3,7 @@
 use crate::Args;
 use blockcontract::exec::execute;
 use blockcontract::plan::cache::spec_fingerprint;
-use blockcontract::plan::PlanOptions;
+use blockcontract::plan::{PlanOptions, Policy};
 use blockcontract::workload::{checksum, Workload};
 use blockcontract::{contract_dyn, DType, DynTensor, Error, Executor, PlanCache, Result, Scalar};
 use num_complex::Complex64;
@@ -17,39 +17,42 @@ use std::time::Instant;
 pub struct Runner {
     pub exec: Executor,
     pub auto_order: bool,
-    /// The planned executor without the coefficient form (`planned-steps`): its pairwise steps.
-    pub steps_only: bool,
+    /// The planner's coefficient-form policy: by cost and the executor's trial (`planned`),
+    /// never (`planned-steps`: the pairwise steps) or forced where it applies (`planned-form`).
+    pub form: Option<Policy>,
 }
 
 impl Runner {
-    /// `planned`, `pairwise`, `dense`, `planned-auto` or `planned-steps`; `auto` applies the
-    /// order everywhere.
+    /// `planned`, `pairwise`, `dense`, `planned-auto`, `planned-steps` or `planned-form`;
+    /// `auto` applies the order everywhere.
     pub fn parse(name: &str, auto: bool) -> Result<Runner> {
+        let planned = |auto_order, form| Runner {
+            exec: Executor::Planned,
+            auto_order,
+            form,
+        };
+        let cost = PlanOptions::default().coefficient_form;
         match name {
-            "planned-auto" => Ok(Runner {
-                exec: Executor::Planned,
-                auto_order: true,
-                steps_only: false,
-            }),
-            "planned-steps" => Ok(Runner {
-                exec: Executor::Planned,
-                auto_order: auto,
-                steps_only: true,
-            }),
+            "planned-auto" => Ok(planned(true, cost)),
+            "planned-steps" => Ok(planned(auto, None)),
+            "planned-form" => Ok(planned(auto, Some(Policy::Always))),
             _ => Ok(Runner {
                 exec: Executor::from_name(name).map_err(|_| Error::UnknownExecutor {
                     name: name.into(),
-                    expected: "planned, planned-auto, planned-steps, pairwise or dense".into(),
+                    expected: "planned, planned-auto, planned-steps, planned-form, pairwise or \
+                               dense"
+                        .into(),
                 })?,
                 auto_order: auto,
-                steps_only: false,
+                form: cost,
             }),
         }
     }
     /// The name printed and looked up.
     pub fn name(&self) -> String {
-        match (self.exec, self.auto_order, self.steps_only) {
-            (Executor::Planned, _, true) => "planned-steps".into(),
+        match (self.exec, self.auto_order, self.form) {
+            (Executor::Planned, _, None) => "planned-steps".into(),
+            (Executor::Planned, _, Some(Policy::Always)) => "planned-form".into(),
             (Executor::Planned, true, _) => "planned-auto".into(),
             (e, _, _) => e.name().into(),
         }
@@ -57,11 +60,7 @@ impl Runner {
     /// The planner's options for this runner.
     pub fn options(&self) -> PlanOptions {
         PlanOptions {
-            coefficient_form: if self.steps_only {
-                None
-            } else {
-                PlanOptions::default().coefficient_form
-            },
+            coefficient_form: self.form,
             ..PlanOptions::default()
         }
     }

@@ -871,6 +871,9 @@ fn finish(plan: &mut CoefficientPlan, mut ix: Index, model: &CostModel) {
         for &i in by_block.get(&b).map_or(&[][..], |v| v.as_slice()) {
             let mut g = old[i].clone();
             let from = plan.axpys.len() as u32;
+            // by destination, so that the executor sums the axpys into one region of `Q`
+            // in one pass (see `same_region`)
+            ix.axpys[i].sort_by_key(|a| (a.d, a.rows, a.cols, a.d_rs, a.d_cs));
             plan.axpys.append(&mut ix.axpys[i]);
             g.axpys = (from, plan.axpys.len() as u32);
             plan.seconds.push(g);
@@ -910,5 +913,7 @@ fn price(plan: &mut CoefficientPlan, model: &CostModel) {
         .sum();
     plan.axpy_elems = elems;
     plan.flops = flops;
-    plan.predicted_s = s + model.pack_s(elems);
+    // an axpy streams its slice and its share of the `Q` region it adds into (runs into one
+    // region are summed in one pass): priced at the stream rate (`elem_s`), not a copy's
+    plan.predicted_s = s + elems as f64 * model.elem_s;
 }

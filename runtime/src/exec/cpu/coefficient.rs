@@ -97,14 +97,40 @@ pub fn run_coefficient<T: Scalar>(
             let q = &mut q[..k * n];
             q.fill(T::zero());
             let mut any = false;
-            for a in &cf.axpys[g.axpys.0 as usize..g.axpys.1 as usize] {
-                let f = value(a);
-                if f != T::zero() {
-                    // SAFETY: the first stage is done; the plan keeps every slice inside its
-                    // source and every destination inside `Q` (`k x n`).
-                    unsafe { axpy(q.as_mut_ptr(), f, source(a), conj_of(a), a) };
+            let axpys = &cf.axpys[g.axpys.0 as usize..g.axpys.1 as usize];
+            let mut i = 0;
+            while i < axpys.len() {
+                // a run of axpys into one region of `Q` (the plan sorts them so), summed in
+                // one pass over the region, up to `FUSED` sources at a time
+                let run = same_region(&axpys[i..]);
+                let mut srcs = [(T::zero(), std::ptr::null::<T>()); FUSED];
+                let mut n = 0;
+                for a in &axpys[i..i + run] {
+                    let f = value(a);
+                    if f == T::zero() {
+                        continue;
+                    }
+                    if a.s_cs == 1 && conj_of(a) == Conj::No {
+                        srcs[n] = (f, source(a).wrapping_add(a.s));
+                        n += 1;
+                        if n == FUSED {
+                            // SAFETY: as below, every source a view like `a`'s.
+                            unsafe { axpy_fused(q.as_mut_ptr(), &srcs[..n], a) };
+                            n = 0;
+                        }
+                    } else {
+                        // SAFETY: the first stage is done; the plan keeps every slice inside
+                        // its source and every destination inside `Q` (`k x n`).
+                        unsafe { axpy(q.as_mut_ptr(), f, source(a), conj_of(a), a) };
+                    }
                     any = true;
                 }
+                if n > 0 {
+                    // SAFETY: the run's axpys share one destination region and unit-stride
+                    // rows (`same_region`); each source view lies in its buffer.
+                    unsafe { axpy_fused(q.as_mut_ptr(), &srcs[..n], &axpys[i]) };
+                }
+                i += run;
             }
             if !any {
                 continue;
@@ -156,6 +182,66 @@ pub fn run_coefficient<T: Scalar>(
     c
 }
 
+/// Sources summed in one pass over a destination region.
+const FUSED: usize = 4;
+
+/// The length of the run at the start of `axpys` that writes one destination region (the
+/// same offset, extents and strides), with unit-stride rows in the destination; at least 1.
+fn same_region(axpys: &[Axpy]) -> usize {
+    let a = &axpys[0];
+    if a.d_cs != 1 {
+        return 1;
+    }
+    let key = |b: &Axpy| (b.d, b.rows, b.cols, b.d_rs, b.d_cs, b.s_rs);
+    1 + axpys[1..].iter().take_while(|b| key(b) == key(a)).count()
+}
+
+/// `dst[a.d + i d_rs + j] += sum_t f_t src_t[i s_rs + j]` over `a.rows x a.cols`, the
+/// sources (`src_t` already at its view's origin) contiguous along a row, one pass over the
+/// destination.
+///
+/// # Safety
+/// Every element of each view lies in its buffer; the destination is not read or written by
+/// another thread meanwhile.
+unsafe fn axpy_fused<T: Scalar>(dst: *mut T, srcs: &[(T, *const T)], a: &Axpy) {
+    let (rows, cols) = (a.rows as isize, a.cols as usize);
+    for i in 0..rows {
+        // SAFETY: by the caller's contract (rows and columns inside every view).
+        unsafe {
+            let d = std::slice::from_raw_parts_mut(dst.offset(a.d as isize + i * a.d_rs), cols);
+            let row = |t: usize| std::slice::from_raw_parts(srcs[t].1.offset(i * a.s_rs), cols);
+            match srcs.len() {
+                1 => {
+                    let (f0, s0) = (srcs[0].0, row(0));
+                    for (d, &x) in d.iter_mut().zip(s0) {
+                        *d += f0 * x;
+                    }
+                }
+                2 => {
+                    let (f0, s0, f1, s1) = (srcs[0].0, row(0), srcs[1].0, row(1));
+                    for ((d, &x), &y) in d.iter_mut().zip(s0).zip(s1) {
+                        *d += f0 * x + f1 * y;
+                    }
+                }
+                3 => {
+                    let (f0, f1, f2) = (srcs[0].0, srcs[1].0, srcs[2].0);
+                    let (s0, s1, s2) = (row(0), row(1), row(2));
+                    for (((d, &x), &y), &z) in d.iter_mut().zip(s0).zip(s1).zip(s2) {
+                        *d += f0 * x + f1 * y + f2 * z;
+                    }
+                }
+                _ => {
+                    let (f0, f1, f2, f3) = (srcs[0].0, srcs[1].0, srcs[2].0, srcs[3].0);
+                    let (s0, s1, s2, s3) = (row(0), row(1), row(2), row(3));
+                    for ((((d, &x), &y), &z), &w) in d.iter_mut().zip(s0).zip(s1).zip(s2).zip(s3) {
+                        *d += f0 * x + f1 * y + f2 * z + f3 * w;
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// `dst[a.d + i d_rs + j d_cs] += f src[a.s + i s_rs + j s_cs]` over `a.rows x a.cols`,
 /// the source conjugated where `conj` says.
 ///
@@ -187,5 +273,60 @@ unsafe fn axpy<T: Scalar>(dst: *mut T, f: T, src: *const T, conj: Conj, a: &Axpy
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use num_complex::Complex64;
+
+    fn view(s: usize, d: usize) -> Axpy {
+        Axpy {
+            coef: 0,
+            src: Source::Workspace,
+            s,
+            s_rs: 7,
+            s_cs: 1,
+            d,
+            d_rs: 5,
+            d_cs: 1,
+            rows: 3,
+            cols: 4,
+        }
+    }
+
+    /// One pass over a region with 1 to 4 sources equals the axpys one by one, strided rows.
+    #[test]
+    fn fused_axpys_equal_one_by_one() {
+        let src: Vec<Complex64> = (0..200)
+            .map(|i| Complex64::new(i as f64 * 0.37 - 9.0, (i % 7) as f64))
+            .collect();
+        for n in 1..=FUSED {
+            let axpys: Vec<Axpy> = (0..n).map(|t| view(3 + 31 * t, 2)).collect();
+            assert_eq!(same_region(&axpys), n);
+            let f = |t: usize| Complex64::new(0.5 + t as f64, -(t as f64));
+            let mut one = vec![Complex64::new(1.0, 1.0); 20];
+            let mut fused = one.clone();
+            for (t, a) in axpys.iter().enumerate() {
+                // SAFETY: every view lies inside `src` (200) and the 20-element destination.
+                unsafe { axpy(one.as_mut_ptr(), f(t), src.as_ptr(), Conj::No, a) };
+            }
+            let srcs: Vec<_> = (0..n)
+                .map(|t| (f(t), src.as_ptr().wrapping_add(axpys[t].s)))
+                .collect();
+            // SAFETY: as above.
+            unsafe { axpy_fused(fused.as_mut_ptr(), &srcs, &axpys[0]) };
+            for (x, y) in one.iter().zip(&fused) {
+                assert!((x - y).norm() < 1e-12, "{n} sources: {x} against {y}");
+            }
+        }
+        // a different destination, or strided destination columns, ends a run
+        let mut other = view(3, 2);
+        other.d = 3;
+        assert_eq!(same_region(&[view(3, 2), other, view(3, 2)]), 1);
+        let mut strided = view(3, 2);
+        strided.d_cs = 2;
+        assert_eq!(same_region(&[strided, strided]), 1);
     }
 }
