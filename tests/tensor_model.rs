@@ -226,3 +226,77 @@ fn degenerate_symmetries_are_rejected() {
         &[0]
     );
 }
+
+/// The direct sum along a leg holds each summand's elements where its states sit in the
+/// summed sector (the first's first), charges only one summand has included; a padding
+/// (no blocks) adds zeros; mismatched legs, flows or a leg out of range are typed errors.
+#[test]
+fn direct_sum_along_a_leg_places_each_summand() {
+    let u1 = Symmetry::u1();
+    let v = Arc::new(Space::block(&u1, &[(vec![-1], 2), (vec![0], 3), (vec![1], 1)]).unwrap());
+    let p = Arc::new(Space::block(&u1, &[(vec![-1], 1), (vec![1], 1)]).unwrap());
+    let ya = Arc::new(Space::block(&u1, &[(vec![0], 2), (vec![-2], 1)]).unwrap());
+    let yb = Arc::new(Space::block(&u1, &[(vec![1], 2), (vec![0], 3), (vec![2], 1)]).unwrap());
+    let a = Tensor::<f64, 3>::random([Leg::inc(&v), Leg::inc(&p), Leg::out(&ya)], u1.zero(), 1)
+        .unwrap()
+        .into_dyn();
+    let b = Tensor::<f64, 3>::random([Leg::inc(&v), Leg::inc(&p), Leg::out(&yb)], u1.zero(), 2)
+        .unwrap()
+        .into_dyn();
+    let s = a.direct_sum(&b, 2).unwrap();
+    let y = &s.legs()[2].space;
+    let dims: Vec<(i64, usize)> = y
+        .sectors()
+        .iter()
+        .map(|x| (x.charge.values()[0], x.dim))
+        .collect();
+    assert_eq!(dims, [(0, 5), (-2, 1), (1, 2), (2, 1)]);
+    let (da, db, ds) = (
+        a.to_dense().unwrap(),
+        b.to_dense().unwrap(),
+        s.to_dense().unwrap(),
+    );
+    let mut checked = 0;
+    for ((i, j, k), &x) in ds
+        .view()
+        .into_dimensionality::<ndarray::Ix3>()
+        .unwrap()
+        .indexed_iter()
+    {
+        let (sec, at) = y.locate(k).unwrap();
+        let q = &y.sectors()[sec].charge;
+        let in_a = ya.find(q).map_or(0, |t| ya.dim_of(t));
+        let want = if at < in_a {
+            da[[i, j, ya.offset_of(ya.find(q).unwrap()) + at]]
+        } else {
+            let t = yb.find(q).unwrap();
+            db[[i, j, yb.offset_of(t) + at - in_a]]
+        };
+        assert_eq!(x, want, "element ({i}, {j}, {k})");
+        checked += 1;
+    }
+    assert_eq!(checked, ds.len());
+    assert!(ds.iter().any(|&x| x != 0.0));
+
+    // a padding: the same elements, zeros over the new states
+    let pad = DynTensor::<f64>::zeros_with_blocks(
+        vec![Leg::inc(&v), Leg::inc(&p), Leg::out(&yb)],
+        u1.zero(),
+        &[],
+    )
+    .unwrap();
+    let padded = a.direct_sum(&pad, 2).unwrap().to_dense().unwrap();
+    let na: f64 = da.iter().map(|x| x * x).sum();
+    assert!((padded.iter().map(|x| x * x).sum::<f64>() - na).abs() < 1e-12);
+
+    // errors name the leg
+    let e = a.direct_sum(&b, 1).unwrap_err().to_string();
+    assert!(e.contains("leg 2"), "{e}");
+    let flipped =
+        Tensor::<f64, 3>::random([Leg::inc(&v), Leg::inc(&p), Leg::inc(&yb)], u1.zero(), 3)
+            .unwrap()
+            .into_dyn();
+    let e = a.direct_sum(&flipped, 2).unwrap_err().to_string();
+    assert!(e.contains("leg 2") && e.contains("flow"), "{e}");
+    assert!(a.direct_sum(&b, 3).is_err());
+}

@@ -1,4 +1,4 @@
-//! Finite two-site DMRG, every contraction written with `contract!`, printing the lines of
+//! Finite DMRG (two-site, or `--sites 1`: single-site with subspace expansion), every contraction written with `contract!`, printing the lines of
 //! TeNPy's DMRG (`../shared/peers/dmrg_peer.py`) with the same settings, so that the two
 //! compare line by line, then the plan cache's counters and the time per phase.
 //!
@@ -48,6 +48,29 @@ struct Args {
     /// model decides per contraction), `always` or `off` (the pairwise steps).
     #[arg(long, default_value = "cost")]
     coefficient_form: String,
+    /// Sites per local update: 2 (two-site DMRG) or 1 (single-site with subspace expansion).
+    #[arg(long, default_value_t = 2)]
+    sites: usize,
+    /// The subspace expansion's weight of single-site updates (`--sites 1`).
+    #[arg(long, default_value_t = 1e-3)]
+    expansion: f64,
+}
+
+/// The `--sites` and `--expansion` choice, or an error naming the option.
+fn sites(n: usize, expansion: f64) -> Result<blockcontract::mps::Sites, Error> {
+    use blockcontract::mps::Sites;
+    match n {
+        2 => Ok(Sites::Two),
+        1 if expansion.is_finite() && expansion >= 0.0 => Ok(Sites::One { expansion }),
+        1 => Err(Error::InvalidArgument {
+            name: "--expansion".into(),
+            reason: format!("{expansion}: expected a finite weight >= 0"),
+        }),
+        _ => Err(Error::InvalidArgument {
+            name: "--sites".into(),
+            reason: format!("{n}: expected 1 or 2"),
+        }),
+    }
 }
 
 /// The `--coefficient-form` choice, or an error naming the option.
@@ -127,6 +150,7 @@ fn run(args: &Args) -> Result<(), Error> {
     let t_start = Instant::now();
     let reortho = reorthogonalization(&args.reorthogonalize)?;
     let mut dmrg = Dmrg::new(&model.mpo, model.start.clone())?;
+    dmrg.sites = sites(args.sites, args.expansion)?;
     // a progress line on a terminal (stderr), overwritten at each local update
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         let bonds = args.l - 2;

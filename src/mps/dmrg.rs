@@ -1,8 +1,11 @@
-//! Finite two-site DMRG: every contraction written with `contract!`, the local ground state
-//! from Lanczos, truncation by the block-sparse SVD, cached left and right environments. The
-//! sweep schedule is TeNPy's: bonds 0..L-3 moving right, then L-2..1 moving left, so that a
-//! sweep ends with the orthogonality centre at site 1 and every site right of it
-//! right-canonical.
+//! Finite DMRG, two-site or single-site with subspace expansion ([`Sites`]): every
+//! contraction written with `contract!`, the local ground state from Lanczos, truncation by
+//! the block-sparse truncated split, cached left and right environments. The two-site sweep
+//! schedule is TeNPy's: bonds 0..L-3 moving right, then L-2..1 moving left, so that a sweep
+//! ends with the orthogonality centre at site 1 and every site right of it right-canonical;
+//! a single-site sweep ends with it at site 0.
+
+mod single;
 
 use super::mpo::Mpo;
 use super::state::Mps;
@@ -38,6 +41,21 @@ pub struct SweepReport {
     pub applications: usize,
 }
 
+/// How many sites a local update optimises.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Sites {
+    /// Two sites: the bond between them grows by the truncated split of the two-site tensor.
+    Two,
+    /// One site, the bond it moves across enlarged by `expansion` times the Hamiltonian's
+    /// image of the site before the truncation (subspace expansion; 0 for none). Cheaper per
+    /// update (the local problem is `d` times smaller); typical values 1e-4 to 1e-2, lowered
+    /// as the energy converges.
+    One {
+        /// The expansion's weight, `alpha`.
+        expansion: f64,
+    },
+}
+
 /// The state of a DMRG run on the Hamiltonian `mpo`.
 pub struct Dmrg<'m, T: Scalar = f64> {
     mpo: &'m Mpo<T>,
@@ -70,6 +88,10 @@ pub struct Dmrg<'m, T: Scalar = f64> {
     pub update_log: Vec<UpdateRecord>,
     /// Called after every local update (a progress display, a log).
     progress: Option<Progress>,
+    /// Two-site or single-site updates (two by default); may change between sweeps.
+    pub sites: Sites,
+    /// The orthogonality centre's site between sweeps.
+    centre: usize,
 }
 
 /// What [`Dmrg::on_update`] calls.
@@ -149,6 +171,8 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             threads: 1,
             update_log: Vec::new(),
             progress: None,
+            sites: Sites::Two,
+            centre: 0,
         };
         for i in (1..l).rev() {
             d.update_right(i)?;
@@ -213,19 +237,13 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             Ok(y)
         };
         let gs = lanczos(heff, &theta, &self.lanczos)?;
-        self.updates += 1;
-        let record = UpdateRecord {
+        self.record(UpdateRecord {
             sweep: self.sweeps_done + 1,
             bond: i,
             dim: theta.data().len(),
             applications: gs.applications,
             energy: gs.value,
-        };
-        if let Some(f) = self.progress.as_mut() {
-            f(&record);
-        }
-        self.update_log.push(record);
-        self.lanczos_steps += gs.applications;
+        });
         self.lanczos_full_passes += gs.full_passes;
         self.phases.heff += t0.elapsed().as_secs_f64();
 
@@ -255,6 +273,16 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             self.update_right(i + 1)?;
         }
         Ok((gs.value, f.discarded_weight, gs.applications))
+    }
+
+    /// Counts a local update, logs it and shows it to the progress callback.
+    fn record(&mut self, record: UpdateRecord) {
+        self.updates += 1;
+        if let Some(f) = self.progress.as_mut() {
+            f(&record);
+        }
+        self.lanczos_steps += record.applications;
+        self.update_log.push(record);
     }
 
     /// Calls `f` after every local update from now on (replacing an earlier one): a progress
@@ -295,9 +323,8 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
         Ok(out)
     }
 
-    /// One sweep (TeNPy's schedule) with bond dimension `chi`.
+    /// One sweep with bond dimension `chi`, of two-site or single-site updates ([`Self::sites`]).
     pub fn sweep(&mut self, chi: usize) -> Result<SweepReport, Error> {
-        let l = self.mps.len();
         if chi == 0 {
             return Err(Error::InvalidArgument {
                 name: "chi".into(),
@@ -305,15 +332,10 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             });
         }
         let t0 = Instant::now();
-        let (mut energy, mut err, mut apps) = (f64::NAN, 0.0f64, 0);
-        for i in 0..l - 2 {
-            let (e, d, n) = self.update_bond(i, chi, true)?;
-            (energy, err, apps) = (e, err.max(d), apps + n);
-        }
-        for i in (1..=l - 2).rev() {
-            let (e, d, n) = self.update_bond(i, chi, false)?;
-            (energy, err, apps) = (e, err.max(d), apps + n);
-        }
+        let (energy, err, apps) = match self.sites {
+            Sites::Two => self.sweep_two(chi)?,
+            Sites::One { expansion } => self.sweep_single(chi, expansion)?,
+        };
         self.sweeps_done += 1;
         Ok(SweepReport {
             sweep: self.sweeps_done,
@@ -323,6 +345,22 @@ impl<'m, T: Scalar> Dmrg<'m, T> {
             seconds: t0.elapsed().as_secs_f64(),
             applications: apps,
         })
+    }
+
+    /// One two-site sweep (TeNPy's schedule; from a centre at site 0 or 1, ending at 1).
+    fn sweep_two(&mut self, chi: usize) -> Result<(f64, f64, usize), Error> {
+        let l = self.mps.len();
+        let (mut energy, mut err, mut apps) = (f64::NAN, 0.0f64, 0);
+        for i in 0..l - 2 {
+            let (e, d, n) = self.update_bond(i, chi, true)?;
+            (energy, err, apps) = (e, err.max(d), apps + n);
+        }
+        for i in (1..=l - 2).rev() {
+            let (e, d, n) = self.update_bond(i, chi, false)?;
+            (energy, err, apps) = (e, err.max(d), apps + n);
+        }
+        self.centre = 1;
+        Ok((energy, err, apps))
     }
 
     /// The effective Hamiltonian's plan cache: one lookup per Lanczos application.

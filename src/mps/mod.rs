@@ -1,7 +1,8 @@
 //! Tensor networks on the contraction layer: lattice sites with their operators and
 //! charges, matrix-product operators built from a sum of terms (real or complex couplings),
 //! matrix-product states (`f64` or `Complex64`) with
-//! their measurements and a file format ([`Mps::save`], [`Mps::load`]), and two-site DMRG.
+//! their measurements and a file format ([`Mps::save`], [`Mps::load`]), and DMRG (two-site,
+//! or single-site with subspace expansion).
 //! Every contraction in it is a `contract!`.
 //!
 //! ```
@@ -28,7 +29,7 @@ mod site;
 mod sites;
 mod state;
 
-pub use dmrg::{Dmrg, Phases, Stop, SweepReport, UpdateRecord};
+pub use dmrg::{Dmrg, Phases, Sites, Stop, SweepReport, UpdateRecord};
 pub use mpo::{Mpo, Term, Terms};
 pub use site::{Operator, ParticleConserve, Site, SpinConserve};
 pub use state::Mps;

@@ -6,6 +6,7 @@ mod elementwise;
 mod identity;
 mod index;
 mod permute;
+mod sum;
 mod tensor;
 mod trace;
 
