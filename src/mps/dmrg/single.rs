@@ -7,7 +7,7 @@
 //! cannot; with `alpha = 0` the update is plain single-site DMRG.
 
 use super::{missing, Dmrg, UpdateRecord};
-use crate::linalg::{lanczos, truncated_split, Keep, Truncation};
+use crate::linalg::{lanczos, lq, qr, truncated_split, Keep, Truncation};
 use crate::{contract, DynTensor, Error, Scalar, Tensor};
 use std::time::Instant;
 
@@ -80,9 +80,9 @@ impl<T: Scalar> Dmrg<'_, T> {
             let w = &self.mpo.w[i];
             let p =
                 contract!(p[xp, t, v, y0] := w[w0, v, t, s] * (l[x0, w0, xp] * psi[x0, s, y0]))?;
-            // P's range on its (x, s) side, `U S`: the same left singular vectors and values
-            // in the enlarged tensor as P itself, with one new state per kept value
-            let mut us = truncated_split(p.as_dyn(), &[0, 1], &[2, 3], trunc, Keep::Right)?.left;
+            // P = L Q with Q's rows orthonormal: [psi, alpha L] has the Gram matrix (and so
+            // the left singular vectors and values) of [psi, alpha P], with fewer columns
+            let mut us = lq(p.as_dyn(), &[0, 1], &[2, 3])?.0;
             us.scale(T::from_f64(alpha));
             let pad_legs = vec![
                 us.legs()[2].dual(),
@@ -119,7 +119,7 @@ impl<T: Scalar> Dmrg<'_, T> {
             let w = &self.mpo.w[i];
             let p =
                 contract!(p[x0, w0, t, yp] := w[w0, v, t, s] * (psi[x0, s, y0] * r[y0, v, yp]))?;
-            let mut sv = truncated_split(p.as_dyn(), &[0, 1], &[2, 3], trunc, Keep::Left)?.right;
+            let mut sv = qr(p.as_dyn(), &[0, 1], &[2, 3])?.1;
             sv.scale(T::from_f64(alpha));
             let pad_legs = vec![
                 prev.legs()[0].clone(),
