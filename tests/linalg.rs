@@ -799,3 +799,161 @@ fn truncated_split_is_exact_with_near_degenerate_and_tiny_singular_values() {
         }
     }
 }
+
+/// The Frobenius norm of `m`.
+fn fro<T: Scalar>(m: &Mat<T>) -> f64 {
+    (0..m.nrows())
+        .flat_map(|i| (0..m.ncols()).map(move |j| m[(i, j)].abs2()))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// `[a, b]`: the columns of `a`, then those of `b` (the same rows).
+fn hstack<T: Scalar>(a: &Mat<T>, b: &Mat<T>) -> Mat<T> {
+    Mat::from_fn(a.nrows(), a.ncols() + b.ncols(), |i, j| {
+        if j < a.ncols() {
+            a[(i, j)]
+        } else {
+            b[(i, j - a.ncols())]
+        }
+    })
+}
+
+/// The expanded split of a random tensor by a random term on its isometry legs plus a leg
+/// of its own (so that the term reaches sectors the tensor lacks): the isometry orthonormal,
+/// the other factor the tensor projected on it, and, with room for the whole of the term's
+/// range, the kept Ritz values the dense singular values of `[M, alpha P]`; with `alpha` 0,
+/// those of `M`.
+fn check_expanded<T: Scalar>(seed: u64, sym: usize) -> Result<(), TestCaseError> {
+    use blockcontract::linalg::{expanded_split, Expansion, Keep};
+    let (t, rows, cols) = case::<T>(seed, sym);
+    let mut rng = common::Rng(seed ^ 0xe4a4);
+    let s = common::symmetry(sym);
+    for keep in [Keep::Left, Keep::Right] {
+        let (iso, other) = match keep {
+            Keep::Left => (&rows, &cols),
+            Keep::Right => (&cols, &rows),
+        };
+        let extra = common::space(&mut rng, &s);
+        let mut plegs: Vec<Leg> = iso.iter().map(|&l| t.legs()[l].clone()).collect();
+        plegs.push(if rng.coin() {
+            Leg::out(&extra)
+        } else {
+            Leg::inc(&extra)
+        });
+        let p = common::tensor::<T>(&mut rng, plegs, false);
+        let shared: Vec<usize> = (0..iso.len()).collect();
+        let mdense = matricize(&t, iso, other);
+        let pdense = matricize(&p, &shared, &[iso.len()]);
+        for alpha in [0.0, 0.3] {
+            let e = Expansion {
+                p: &p,
+                shared: &shared,
+                rest: &[iso.len()],
+                alpha,
+                ratio: 1e6,
+                seed,
+            };
+            let scaled = Mat::from_fn(pdense.nrows(), pdense.ncols(), |i, j| {
+                pdense[(i, j)] * T::from_f64(alpha)
+            });
+            let dense = sorted_singular_values(&hstack(&mdense, &scaled));
+            if dense.is_empty() || dense[0] == 0.0 {
+                continue;
+            }
+            let chi = 1 + rng.below(dense.len());
+            let trunc = Truncation::new(chi, 1e-12);
+            let f = expanded_split(&t, &rows, &cols, keep, &e, &trunc).unwrap();
+            let (lm, rm) = (
+                matricize(&f.left, &(0..rows.len()).collect::<Vec<_>>(), &[rows.len()]),
+                matricize(&f.right, &[0], &(1..=cols.len()).collect::<Vec<_>>()),
+            );
+            let tm = matricize(&t, &rows, &cols);
+            let scale = fro(&tm).max(1e-300);
+            let (defect, projected) = match keep {
+                Keep::Left => (
+                    lm.adjoint() * &lm,
+                    fro(&(rm.clone() - lm.adjoint() * &tm)) / scale,
+                ),
+                Keep::Right => (
+                    &rm * rm.adjoint(),
+                    fro(&(lm.clone() - &tm * rm.adjoint())) / scale,
+                ),
+            };
+            let eye = Mat::<T>::identity(defect.nrows(), defect.ncols());
+            prop_assert!(fro(&(defect - eye)) < 1e-12, "{keep:?}: not an isometry");
+            prop_assert!(
+                projected < 1e-12,
+                "{keep:?}: not the projection, {projected}"
+            );
+            // the values the truncation keeps, where the sketch's floor (1e-7 of a sector's
+            // largest) cannot have dropped a direction
+            let top = dense[0];
+            for (a, b) in f.singular_values.iter().zip(&dense) {
+                if *b > 1e-5 * top {
+                    prop_assert!(
+                        (a - b).abs() < 1e-9 * top,
+                        "{keep:?} alpha {alpha}: {a} vs {b}"
+                    );
+                }
+            }
+            prop_assert!(f.singular_values.len() <= chi);
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn expanded_split_matches_the_dense_svd_of_the_enlarged_matrix_f64(
+        seed in any::<u64>(), sym in 0usize..5
+    ) {
+        check_expanded::<f64>(seed, sym)?;
+    }
+
+    #[test]
+    fn expanded_split_matches_the_dense_svd_of_the_enlarged_matrix_complex(
+        seed in any::<u64>(), sym in 0usize..5
+    ) {
+        check_expanded::<Complex64>(seed, sym)?;
+    }
+}
+
+#[test]
+fn expanded_split_rejects_a_term_on_other_legs_and_a_negative_weight() {
+    use blockcontract::linalg::{expanded_split, Expansion, Keep};
+    let u1 = Symmetry::u1();
+    let v = std::sync::Arc::new(
+        blockcontract::Space::block(&u1, &[(vec![-1], 2), (vec![0], 3), (vec![1], 2)]).unwrap(),
+    );
+    let t = DynTensor::<f64>::random(vec![Leg::inc(&v), Leg::out(&v)], u1.zero(), 3).unwrap();
+    // the term's first leg flows the other way
+    let p = DynTensor::<f64>::random(vec![Leg::out(&v), Leg::out(&v)], u1.zero(), 4).unwrap();
+    let e = Expansion {
+        p: &p,
+        shared: &[0],
+        rest: &[1],
+        alpha: 0.1,
+        ratio: 1.0,
+        seed: 1,
+    };
+    let trunc = Truncation::new(4, 0.0);
+    let err = expanded_split(&t, &[0], &[1], Keep::Left, &e, &trunc).unwrap_err();
+    assert!(matches!(err, Error::FlowMismatch { .. }), "{err:?}");
+    let p = DynTensor::<f64>::random(vec![Leg::inc(&v), Leg::out(&v)], u1.zero(), 4).unwrap();
+    let e = Expansion {
+        p: &p,
+        alpha: -1.0,
+        ..e
+    };
+    let err = expanded_split(&t, &[0], &[1], Keep::Left, &e, &trunc).unwrap_err();
+    assert!(
+        matches!(&err, Error::InvalidArgument { name, .. } if name == "alpha"),
+        "{err:?}"
+    );
+    let e = Expansion { alpha: 0.1, ..e };
+    let err = expanded_split(&t, &[0], &[1, 1], Keep::Left, &e, &trunc).unwrap_err();
+    assert!(matches!(err, Error::InvalidLegs { .. }), "{err:?}");
+}

@@ -35,7 +35,9 @@ and, with --updates FILE, one line per local update: sweep, bond, Lanczos vector
 (-1 for exact diagonalisation), energy; with --measure, the lines `measure <op> ...`
 (the local density on every site), `measure entropy ...` (every bond) and `measure
 energy E variance V`, as examples/dmrg --measure prints them.
-Settings: svd_min 1e-14, no mixer, Lanczos N_max 20 / E_tol 1e-14 / P_tol 1e-14.
+Settings: svd_min 1e-14, no mixer, Lanczos N_max 20 / E_tol 1e-14 / P_tol 1e-14; with
+--sites 1, SingleSiteDMRGEngine with the SubspaceExpansion mixer of amplitude
+expansion^2 (TeNPy's amplitude is the squared weight), kept constant.
 """
 import argparse
 import sys
@@ -43,7 +45,7 @@ import time
 
 import numpy as np
 from threadpoolctl import threadpool_limits
-from tenpy.algorithms.dmrg import TwoSiteDMRGEngine
+from tenpy.algorithms.dmrg import SingleSiteDMRGEngine, TwoSiteDMRGEngine
 from tenpy.networks.mps import MPS
 
 
@@ -126,6 +128,11 @@ def main():
     ap.add_argument('--chi', default='64,128', help='bond dimension per stage, comma separated')
     ap.add_argument('--sweeps', default='2,2', help='sweeps per stage, comma separated')
     ap.add_argument('--threads', type=int, default=1)
+    ap.add_argument('--sites', type=int, default=2, choices=[1, 2],
+                    help='2: TwoSiteDMRGEngine; 1: SingleSiteDMRGEngine with the SubspaceExpansion mixer')
+    ap.add_argument('--expansion', type=float, default=1e-3,
+                    help='with --sites 1: the expansion weight alpha of examples/dmrg (the mixer amplitude alpha^2, '
+                         'TeNPy\'s amplitude being the squared weight), constant: no decay, never disabled')
     ap.add_argument('--updates', default=None, help='write one line per local update to this file')
     ap.add_argument('--measure', action='store_true',
                     help='then print <Sz> (Heisenberg) or <Ntot> (Hubbard) per site, the entanglement entropy per bond, and <H> with its variance')
@@ -149,10 +156,18 @@ def main():
     E = float('nan')
     with threadpool_limits(limits=a.threads):
         for chi, n in zip(chis, sweeps):
-            eng = TwoSiteDMRGEngine(psi, M, {
+            opts = {
                 'trunc_params': {'chi_max': chi, 'svd_min': 1.e-14, 'trunc_cut': None},
                 'lanczos_params': {'N_max': 20, 'E_tol': 1.e-14, 'P_tol': 1.e-14},
-            })
+            }
+            if a.sites == 1:
+                opts['mixer'] = 'SubspaceExpansion'
+                opts['mixer_params'] = {'amplitude': a.expansion ** 2, 'decay': None,
+                                        'disable_after': None}
+                eng = SingleSiteDMRGEngine(psi, M, opts)
+                eng.mixer_activate()  # eng.run() would; the sweeps here are called one by one
+            else:
+                eng = TwoSiteDMRGEngine(psi, M, opts)
             n_seen = 0
             for _ in range(n):
                 t0 = time.perf_counter()

@@ -131,6 +131,36 @@ pub(crate) fn sectors<T: Scalar>(
     out
 }
 
+/// The sectors of two tensors over legs of the same spaces (`a`'s and `b`'s row groups),
+/// paired by row charge, both of a pair on one row basis (the union of their combos, `a`'s
+/// first); a charge only one of them has gets an empty partner (no columns, no blocks).
+pub(crate) fn joint_sectors(a: Vec<Sector>, b: Vec<Sector>) -> Vec<(Sector, Sector)> {
+    let empty = |q: &Charge| Sector {
+        q: q.clone(),
+        rows: Basis::default(),
+        cols: Basis::default(),
+        blocks: Vec::new(),
+    };
+    let mut bs: FxMap<Charge, Sector> = b.into_iter().map(|s| (s.q.clone(), s)).collect();
+    let mut out: Vec<(Sector, Sector)> = Vec::new();
+    for sa in a {
+        let sb = bs.remove(&sa.q).unwrap_or_else(|| empty(&sa.q));
+        out.push((sa, sb));
+    }
+    out.extend(bs.into_values().map(|sb| (empty(&sb.q), sb)));
+    for (sa, sb) in &mut out {
+        let mut union = sa.rows.clone();
+        for (_, r, _) in &mut sb.blocks {
+            let (combo, _, dim) = &sb.rows.combos[*r];
+            *r = union.add(combo.clone(), *dim);
+        }
+        sa.rows = union.clone();
+        sb.rows = union;
+    }
+    out.sort_by(|x, y| x.0.q.cmp(&y.0.q));
+    out
+}
+
 /// The dense matrix of one sector (column-major), blocks copied to their places.
 pub(crate) fn dense<T: Scalar>(
     t: &DynTensor<T>,

@@ -26,12 +26,14 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+mod expand;
 mod factor;
 mod gram;
 mod lanczos;
 mod matrix;
 mod vector;
 
+pub use expand::{expanded_split, Expansion, MIN_NEW};
 pub use factor::{eigh, lq, qr, svd, Eigh, Svd, Truncation};
 pub use gram::{truncated_split, Keep, Split};
 pub use lanczos::{lanczos, LanczosOptions, LanczosResult, Reorthogonalization, Vector};

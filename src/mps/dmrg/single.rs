@@ -1,15 +1,32 @@
 //! Single-site DMRG with subspace expansion (Hubig, McCulloch, Schollwöck and Wolf, 2015):
 //! each local update optimises one site with the one-site effective Hamiltonian, then, before
 //! the orthogonality centre moves, enlarges the bond it moves across by `alpha` times the
-//! Hamiltonian's image of the site (its range, `P = alpha (L W psi)`), pads the next site
-//! with zeros over the new states and truncates the enlarged bond by its singular values. The
-//! expansion lets the bond grow and its charges change, which single-site updates alone
-//! cannot; with `alpha = 0` the update is plain single-site DMRG.
+//! Hamiltonian's image of the site (`P = L W psi`, its range), truncates the enlarged bond
+//! and multiplies the next site by the state's part on it (zero on the new states). The
+//! enlarged bond is the state's range plus a few sketched directions of `P`'s range beyond
+//! it, truncated by the Ritz values of `[psi, alpha P]` there
+//! ([`expanded_split`](crate::linalg::expanded_split)): an eigenproblem the size of the bond
+//! rather than `d` times it. The expansion lets the bond grow and its charges change, which
+//! single-site updates alone cannot; with `alpha = 0` the update is plain single-site DMRG.
 
 use super::{missing, Dmrg, UpdateRecord};
-use crate::linalg::{lanczos, lq, qr, truncated_split, Keep, Truncation};
+use crate::linalg::{expanded_split, lanczos, truncated_split, Expansion, Keep, Truncation};
 use crate::{contract, DynTensor, Error, Scalar, Tensor};
 use std::time::Instant;
+
+/// The fraction of its states a sector of the bond may gain per expansion once the bond has
+/// its full dimension (new states compete with the kept ones in the truncation).
+pub const GROWTH: f64 = 0.25;
+
+/// How many new directions (a fraction of its states) each sector of a bond of dimension
+/// `now` may gain: [`GROWTH`] at `trunc`'s dimension, up to doubling below it, so that a
+/// stage of one sweep reaches its dimension. Measured on Hubbard L = 16, chi 256, 512, 1024
+/// (sweeps 1, 1, 2): as many as the bond lacks, uncapped, 2.05 s; up to doubling 1.42 s;
+/// `GROWTH` only 1.06 s; the energies equal within 3e-12.
+fn growth(now: usize, trunc: &Truncation) -> f64 {
+    let target = trunc.max_dim.unwrap_or(usize::MAX) as f64;
+    GROWTH.max((target / now.max(1) as f64 - 1.0).min(1.0))
+}
 
 impl<T: Scalar> Dmrg<'_, T> {
     /// Optimises site `i` and moves the orthogonality centre to `i + 1` (`right`) or `i - 1`,
@@ -74,29 +91,24 @@ impl<T: Scalar> Dmrg<'_, T> {
         alpha: f64,
         trunc: &Truncation,
     ) -> Result<f64, Error> {
-        let next = self.mps.tensors[i + 1].as_dyn();
-        let (grown, next) = if alpha != 0.0 {
+        let f = if alpha != 0.0 {
             let l = self.left[i].as_ref().ok_or_else(|| missing("left", i))?;
             let w = &self.mpo.w[i];
             let p =
                 contract!(p[xp, t, v, y0] := w[w0, v, t, s] * (l[x0, w0, xp] * psi[x0, s, y0]))?;
-            // P = L Q with Q's rows orthonormal: [psi, alpha L] has the Gram matrix (and so
-            // the left singular vectors and values) of [psi, alpha P], with fewer columns
-            let mut us = lq(p.as_dyn(), &[0, 1], &[2, 3])?.0;
-            us.scale(T::from_f64(alpha));
-            let pad_legs = vec![
-                us.legs()[2].dual(),
-                next.legs()[1].clone(),
-                next.legs()[2].clone(),
-            ];
-            let pad = DynTensor::zeros_with_blocks(pad_legs, next.charge().clone(), &[])?;
-            (psi.direct_sum(&us, 2)?, next.direct_sum(&pad, 0)?)
+            let e = Expansion {
+                p: p.as_dyn(),
+                shared: &[0, 1],
+                rest: &[2, 3],
+                alpha,
+                ratio: growth(psi.legs()[2].space.dim(), trunc),
+                seed: self.expansion_seed(i),
+            };
+            expanded_split(psi, &[0, 1], &[2], Keep::Left, &e, trunc)?
         } else {
-            (psi.clone(), next.clone())
+            truncated_split(psi, &[0, 1], &[2], trunc, Keep::Left)?
         };
-        let f = truncated_split(&grown, &[0, 1], &[2], trunc, Keep::Left)?;
-        let sv = f.right;
-        // the padding drops the expansion's part: the state is the centre's, normalised
+        let (sv, next) = (f.right, &self.mps.tensors[i + 1]);
         let mut centre = contract!(c[b, t, z] := sv[b, y] * next[y, t, z])?;
         normalise(&mut centre)?;
         self.mps.tensors[i] = Tensor::<T, 3>::try_from(f.left)?;
@@ -113,31 +125,34 @@ impl<T: Scalar> Dmrg<'_, T> {
         alpha: f64,
         trunc: &Truncation,
     ) -> Result<f64, Error> {
-        let prev = self.mps.tensors[i - 1].as_dyn();
-        let (grown, prev) = if alpha != 0.0 {
+        let f = if alpha != 0.0 {
             let r = self.right[i].as_ref().ok_or_else(|| missing("right", i))?;
             let w = &self.mpo.w[i];
             let p =
                 contract!(p[x0, w0, t, yp] := w[w0, v, t, s] * (psi[x0, s, y0] * r[y0, v, yp]))?;
-            let mut sv = qr(p.as_dyn(), &[0, 1], &[2, 3])?.1;
-            sv.scale(T::from_f64(alpha));
-            let pad_legs = vec![
-                prev.legs()[0].clone(),
-                prev.legs()[1].clone(),
-                sv.legs()[0].dual(),
-            ];
-            let pad = DynTensor::zeros_with_blocks(pad_legs, prev.charge().clone(), &[])?;
-            (psi.direct_sum(&sv, 0)?, prev.direct_sum(&pad, 2)?)
+            let e = Expansion {
+                p: p.as_dyn(),
+                shared: &[2, 3],
+                rest: &[0, 1],
+                alpha,
+                ratio: growth(psi.legs()[0].space.dim(), trunc),
+                seed: self.expansion_seed(i),
+            };
+            expanded_split(psi, &[0], &[1, 2], Keep::Right, &e, trunc)?
         } else {
-            (psi.clone(), prev.clone())
+            truncated_split(psi, &[0], &[1, 2], trunc, Keep::Right)?
         };
-        let f = truncated_split(&grown, &[0], &[1, 2], trunc, Keep::Right)?;
-        let us = f.left;
+        let (us, prev) = (f.left, &self.mps.tensors[i - 1]);
         let mut centre = contract!(c[x, s, b] := prev[x, s, y] * us[y, b])?;
         normalise(&mut centre)?;
         self.mps.tensors[i] = Tensor::<T, 3>::try_from(f.right)?;
         self.mps.tensors[i - 1] = centre;
         Ok(f.discarded_weight)
+    }
+
+    /// The seed of the expansion's sketch at site `i` in this sweep.
+    fn expansion_seed(&self, i: usize) -> u64 {
+        (i as u64) ^ ((self.sweeps_done as u64) << 32)
     }
 
     /// One single-site sweep with bond dimension `chi` and expansion `alpha`: sites from the
