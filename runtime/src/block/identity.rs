@@ -1,7 +1,7 @@
 //! Identity slices: a rank-3 tensor whose slice at one index of one leg is an identity
 //! matrix over its other two legs (a DMRG environment at the MPO's first or last state, in a
 //! canonical MPS) can say so, and a plan then skips the GEMMs with it
-//! ([`crate::plan::coefficient`]). The mark is checked when made and forgotten when the
+//! (the planner's coefficient form, `plan/coefficient.rs`). The mark is checked when made and forgotten when the
 //! values change.
 
 use super::DynTensor;

@@ -22,7 +22,7 @@ use crate::block::{zeroed_buffer, DynTensor};
 use crate::error::{Error, Result};
 use crate::kernel::Accum;
 use crate::plan::cache::spec_fingerprint;
-use crate::plan::{Input, KernelCounts, Plan, PlanCache, PlanOptions};
+use crate::plan::{CoefficientPlan, Input, KernelCounts, Plan, PlanCache, PlanOptions};
 use crate::scalar::{monomorphic, Scalar};
 use crate::spec::ContractionSpec;
 use crate::step::check_operands;
@@ -407,6 +407,27 @@ fn run_intermediate<T: Scalar>(
     Ok((t, c))
 }
 
+/// The coefficient form of a plan, run on the CPU: its statistics as one step's.
+fn run_coefficient_form<T: Scalar>(
+    cf: &CoefficientPlan,
+    ops: &[&DynTensor<T>],
+    alpha: T,
+    threads: usize,
+    out: &mut [T],
+    accum: Accum,
+) -> (RunStats, KernelCounts) {
+    let counts = cpu::coefficient::run_coefficient(cf, ops, alpha, threads, out, accum);
+    let stats = RunStats {
+        flops: cf.flops,
+        steps: vec![StepStats {
+            pair_gemms: cf.axpys.len(),
+            kernel_calls: counts.total(),
+            transposes: 0,
+        }],
+    };
+    (stats, counts)
+}
+
 fn run_steps<T: Scalar>(
     plan: &Plan,
     ops: &[&DynTensor<T>],
@@ -418,16 +439,7 @@ fn run_steps<T: Scalar>(
 ) -> Result<(RunStats, KernelCounts)> {
     // timed runs (explain's measured column) time the pairwise steps
     if let (Some(cf), None) = (&plan.coefficient, &times) {
-        let counts = cpu::coefficient::run_coefficient(cf, ops, alpha, threads, out, accum);
-        let stats = RunStats {
-            flops: cf.flops,
-            steps: vec![StepStats {
-                pair_gemms: cf.axpys.len(),
-                kernel_calls: counts.total(),
-                transposes: 0,
-            }],
-        };
-        return Ok((stats, counts));
+        return Ok(run_coefficient_form(cf, ops, alpha, threads, out, accum));
     }
     let mut results: Vec<Option<DynTensor<T>>> = (0..plan.steps.len()).map(|_| None).collect();
     let mut stats = RunStats::default();

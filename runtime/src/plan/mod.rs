@@ -4,6 +4,9 @@
 pub mod cache;
 pub mod calibrate;
 pub mod coefficient;
+mod coefficient_chain;
+mod coefficient_plan;
+mod coefficient_terms;
 pub mod cost;
 mod explain;
 mod family;
@@ -276,11 +279,7 @@ fn build<T: Scalar>(
     check_operands(spec, ops)?;
     let mut parts = leaves(spec, ops);
     let out_labels = spec.output_labels();
-    let (tree, order_given) = match (&spec.tree, template) {
-        (Some(t), _) => (t.clone(), true),
-        (None, Some(tp)) => (tp.tree.clone(), false),
-        (None, None) => (auto_order(&parts, &out_labels, spec, options)?, false),
-    };
+    let (tree, order_given) = choose_order(spec, &parts, &out_labels, template, options)?;
     let mut steps = Vec::new();
     let root = tree.fold(
         &mut |i| {
@@ -325,6 +324,22 @@ fn build<T: Scalar>(
         operand_fps: ops.iter().map(|t| t.structure_fingerprint()).collect(),
         output_fp: target.map(|t| t.structure_fingerprint()),
     }))
+}
+
+/// The order of the pairwise steps and whether the spec gave it: the spec's own, else the
+/// template's, else the cost model's ([`auto_order`]).
+fn choose_order<T: Scalar>(
+    spec: &ContractionSpec,
+    parts: &[Option<Partial<T>>],
+    out_labels: &[usize],
+    template: Option<&Plan>,
+    options: &PlanOptions,
+) -> Result<(Tree, bool)> {
+    Ok(match (&spec.tree, template) {
+        (Some(t), _) => (t.clone(), true),
+        (None, Some(tp)) => (tp.tree.clone(), false),
+        (None, None) => (auto_order(parts, out_labels, spec, options)?, false),
+    })
 }
 
 /// The tree's leaves: one partial result per operand, its structure and labels.

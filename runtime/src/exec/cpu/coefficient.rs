@@ -50,119 +50,21 @@ pub fn run_coefficient<T: Scalar>(
         t.resize(cf.t_len, T::zero());
     }
     let [m1, m2, m3] = cf.chain.map(|k| ops[k]);
-    let tp = SharedMut(t.as_mut_ptr());
-    let first = |i: usize| {
-        let f = &cf.firsts[i];
-        let a = RawMat::new(m2.data().as_ptr().wrapping_add(f.a), f.a_shape).with_conj(cf.conj[1]);
-        let b = RawMat::new(m3.data().as_ptr().wrapping_add(f.b), f.b_shape).with_conj(cf.conj[2]);
-        let shape = crate::view::MatShape::row_major(f.a_shape.m, f.b_shape.n);
-        // SAFETY: the plan gives each first-stage GEMM its own region of the workspace, which
-        // holds `t_len` elements; `a` and `b` are views inside their operands' buffers.
-        unsafe {
-            gemm_auto(
-                RawMatMut::new(tp.get().add(f.t), shape),
-                Accum::Replace,
-                a,
-                b,
-                T::one(),
-            )
-        };
+    let run = Run {
+        cf,
+        m: [m1, m2, m3],
+        coef: ops[cf.coef].data(),
+        alpha,
+        t: SharedMut(t.as_mut_ptr()),
+        out: SharedMut(out.as_mut_ptr()),
     };
-    let coef = ops[cf.coef].data();
-    let value = |a: &Axpy| match cf.coef_conj {
-        Conj::No => coef[a.coef],
-        Conj::Yes => coef[a.coef].conj(),
-    };
-    let source = |a: &Axpy| -> *const T {
-        match a.src {
-            Source::Workspace => tp.get(),
-            Source::Middle => m2.data().as_ptr(),
-            Source::Last => m3.data().as_ptr(),
-        }
-    };
-    // a source read straight from an operand is conjugated as that operand is
-    let conj_of = |a: &Axpy| match a.src {
-        Source::Workspace => Conj::No,
-        Source::Middle => cf.conj[1],
-        Source::Last => cf.conj[2],
-    };
-    let op = SharedMut(out.as_mut_ptr());
-    let second = |o: usize, q: &mut Vec<T>| {
-        let w = cf.outputs[o];
-        if q.len() < cf.q_len {
-            q.resize(cf.q_len, T::zero());
-        }
-        for g in &cf.seconds[w.seconds.0 as usize..w.seconds.1 as usize] {
-            let (k, n) = (g.m1_shape.n, g.out_shape.n);
-            let q = &mut q[..k * n];
-            q.fill(T::zero());
-            let mut any = false;
-            let axpys = &cf.axpys[g.axpys.0 as usize..g.axpys.1 as usize];
-            let mut i = 0;
-            while i < axpys.len() {
-                // a run of axpys into one region of `Q` (the plan sorts them so), summed in
-                // one pass over the region, up to `FUSED` sources at a time
-                let run = same_region(&axpys[i..]);
-                let mut srcs = [(T::zero(), std::ptr::null::<T>()); FUSED];
-                let mut n = 0;
-                for a in &axpys[i..i + run] {
-                    let f = value(a);
-                    if f == T::zero() {
-                        continue;
-                    }
-                    if a.s_cs == 1 && conj_of(a) == Conj::No {
-                        srcs[n] = (f, source(a).wrapping_add(a.s));
-                        n += 1;
-                        if n == FUSED {
-                            // SAFETY: as below, every source a view like `a`'s.
-                            unsafe { axpy_fused(q.as_mut_ptr(), &srcs[..n], a) };
-                            n = 0;
-                        }
-                    } else {
-                        // SAFETY: the first stage is done; the plan keeps every slice inside
-                        // its source and every destination inside `Q` (`k x n`).
-                        unsafe { axpy(q.as_mut_ptr(), f, source(a), conj_of(a), a) };
-                    }
-                    any = true;
-                }
-                if n > 0 {
-                    // SAFETY: the run's axpys share one destination region and unit-stride
-                    // rows (`same_region`); each source view lies in its buffer.
-                    unsafe { axpy_fused(q.as_mut_ptr(), &srcs[..n], &axpys[i]) };
-                }
-                i += run;
-            }
-            if !any {
-                continue;
-            }
-            let a = RawMat::new(m1.data().as_ptr().wrapping_add(g.m1), g.m1_shape)
-                .with_conj(cf.conj[0]);
-            let b = RawMat::new(q.as_ptr(), crate::view::MatShape::row_major(k, n));
-            // SAFETY: output blocks are written by one task each; the view lies in `out`.
-            unsafe {
-                gemm_auto(
-                    RawMatMut::new(op.get().add(g.out), g.out_shape),
-                    Accum::Add,
-                    a,
-                    b,
-                    alpha,
-                )
-            };
-        }
-        for a in &cf.direct[w.direct.0 as usize..w.direct.1 as usize] {
-            let f = value(a) * alpha;
-            if f != T::zero() {
-                // SAFETY: as above; the destination is this task's output block.
-                unsafe { axpy(op.get(), f, source(a), conj_of(a), a) };
-            }
-        }
-    };
+    let first = |i: usize| run.first(i);
     match pool(threads).filter(|_| threads > 1) {
         Some(p) => {
             share_out(&p, threads - 1, cf.firsts.len(), &first);
             let each = |o: usize| {
                 let mut q = crate::exec::pool::take::<T>(cf.q_len);
-                second(o, &mut q);
+                run.output(o, &mut q);
                 crate::exec::pool::give(q);
             };
             share_out(&p, threads - 1, cf.outputs.len(), &each);
@@ -170,7 +72,7 @@ pub fn run_coefficient<T: Scalar>(
         None => {
             (0..cf.firsts.len()).for_each(first);
             let mut q = crate::exec::pool::take::<T>(cf.q_len);
-            (0..cf.outputs.len()).for_each(|o| second(o, &mut q));
+            (0..cf.outputs.len()).for_each(|o| run.output(o, &mut q));
             crate::exec::pool::give(q);
         }
     }
@@ -180,6 +82,143 @@ pub fn run_coefficient<T: Scalar>(
     c.by_kind[GroupKind::ContractionAxis as usize] = cf.seconds.len();
     c.pairs = cf.axpys.len() + cf.direct.len();
     c
+}
+
+/// One run of a coefficient plan: the chain's three operands, the coefficients, the
+/// workspace of the first stage and the output buffer.
+struct Run<'a, T> {
+    cf: &'a CoefficientPlan,
+    m: [&'a DynTensor<T>; 3],
+    coef: &'a [T],
+    alpha: T,
+    t: SharedMut<T>,
+    out: SharedMut<T>,
+}
+
+impl<T: Scalar> Run<'_, T> {
+    /// The first stage's GEMM `i` into its region of the workspace.
+    fn first(&self, i: usize) {
+        let (cf, [_, m2, m3]) = (self.cf, self.m);
+        let f = &cf.firsts[i];
+        let a = RawMat::new(m2.data().as_ptr().wrapping_add(f.a), f.a_shape).with_conj(cf.conj[1]);
+        let b = RawMat::new(m3.data().as_ptr().wrapping_add(f.b), f.b_shape).with_conj(cf.conj[2]);
+        let shape = crate::view::MatShape::row_major(f.a_shape.m, f.b_shape.n);
+        // SAFETY: the plan gives each first-stage GEMM its own region of the workspace, which
+        // holds `t_len` elements; `a` and `b` are views inside their operands' buffers.
+        unsafe {
+            gemm_auto(
+                RawMatMut::new(self.t.get().add(f.t), shape),
+                Accum::Replace,
+                a,
+                b,
+                T::one(),
+            )
+        };
+    }
+
+    /// The coefficient an axpy scales by, conjugated as the coefficient operand is.
+    fn value(&self, a: &Axpy) -> T {
+        match self.cf.coef_conj {
+            Conj::No => self.coef[a.coef],
+            Conj::Yes => self.coef[a.coef].conj(),
+        }
+    }
+
+    /// The buffer an axpy reads.
+    fn source(&self, a: &Axpy) -> *const T {
+        match a.src {
+            Source::Workspace => self.t.get(),
+            Source::Middle => self.m[1].data().as_ptr(),
+            Source::Last => self.m[2].data().as_ptr(),
+        }
+    }
+
+    /// How an axpy's source is conjugated: as its operand, when read straight from it.
+    fn conj_of(&self, a: &Axpy) -> Conj {
+        match a.src {
+            Source::Workspace => Conj::No,
+            Source::Middle => self.cf.conj[1],
+            Source::Last => self.cf.conj[2],
+        }
+    }
+
+    /// Output block `o`: each of its last-stage GEMMs after summing its `Q` (in `q`), then
+    /// its direct axpys.
+    fn output(&self, o: usize, q: &mut Vec<T>) {
+        let cf = self.cf;
+        let w = cf.outputs[o];
+        if q.len() < cf.q_len {
+            q.resize(cf.q_len, T::zero());
+        }
+        for g in &cf.seconds[w.seconds.0 as usize..w.seconds.1 as usize] {
+            let (k, n) = (g.m1_shape.n, g.out_shape.n);
+            let q = &mut q[..k * n];
+            q.fill(T::zero());
+            if !self.sum_q(&cf.axpys[g.axpys.0 as usize..g.axpys.1 as usize], q) {
+                continue;
+            }
+            let a = RawMat::new(self.m[0].data().as_ptr().wrapping_add(g.m1), g.m1_shape)
+                .with_conj(cf.conj[0]);
+            let b = RawMat::new(q.as_ptr(), crate::view::MatShape::row_major(k, n));
+            // SAFETY: output blocks are written by one task each; the view lies in `out`.
+            unsafe {
+                gemm_auto(
+                    RawMatMut::new(self.out.get().add(g.out), g.out_shape),
+                    Accum::Add,
+                    a,
+                    b,
+                    self.alpha,
+                )
+            };
+        }
+        for a in &cf.direct[w.direct.0 as usize..w.direct.1 as usize] {
+            let f = self.value(a) * self.alpha;
+            if f != T::zero() {
+                // SAFETY: as above; the destination is this task's output block.
+                unsafe { axpy(self.out.get(), f, self.source(a), self.conj_of(a), a) };
+            }
+        }
+    }
+
+    /// `Q = sum of the axpys` (exact zeros skipped); whether any was not zero. A run of axpys
+    /// into one region of `Q` (the plan sorts them so) is summed in one pass over the region,
+    /// up to `FUSED` sources at a time.
+    fn sum_q(&self, axpys: &[Axpy], q: &mut [T]) -> bool {
+        let mut any = false;
+        let mut i = 0;
+        while i < axpys.len() {
+            let run = same_region(&axpys[i..]);
+            let mut srcs = [(T::zero(), std::ptr::null::<T>()); FUSED];
+            let mut n = 0;
+            for a in &axpys[i..i + run] {
+                let f = self.value(a);
+                if f == T::zero() {
+                    continue;
+                }
+                if a.s_cs == 1 && self.conj_of(a) == Conj::No {
+                    srcs[n] = (f, self.source(a).wrapping_add(a.s));
+                    n += 1;
+                    if n == FUSED {
+                        // SAFETY: as below, every source a view like `a`'s.
+                        unsafe { axpy_fused(q.as_mut_ptr(), &srcs[..n], a) };
+                        n = 0;
+                    }
+                } else {
+                    // SAFETY: the first stage is done; the plan keeps every slice inside
+                    // its source and every destination inside `Q` (`k x n`).
+                    unsafe { axpy(q.as_mut_ptr(), f, self.source(a), self.conj_of(a), a) };
+                }
+                any = true;
+            }
+            if n > 0 {
+                // SAFETY: the run's axpys share one destination region and unit-stride
+                // rows (`same_region`); each source view lies in its buffer.
+                unsafe { axpy_fused(q.as_mut_ptr(), &srcs[..n], &axpys[i]) };
+            }
+            i += run;
+        }
+        any
+    }
 }
 
 /// Sources summed in one pass over a destination region.

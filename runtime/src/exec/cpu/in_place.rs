@@ -101,37 +101,45 @@ impl<T: Scalar> Ctx<'_, T> {
                 // inside the output block.
                 unsafe {
                     let x = RawMat::new(big.offset(at), v.split.mat).with_conj(conj);
-                    let (a, b) = match side {
-                        Side::B => {
-                            let s = MatShape {
-                                n: v.split.mat.m,
-                                ..sm.shape
-                            };
-                            let a = RawMat {
-                                ptr: sm.ptr.offset(p.row as isize * sm.shape.cs),
-                                shape: s,
-                                ..sm
-                            };
-                            (a, x)
-                        }
-                        Side::A => {
-                            let s = MatShape {
-                                m: v.split.mat.n,
-                                ..sm.shape
-                            };
-                            let b = RawMat {
-                                ptr: sm.ptr.offset(p.col as isize * sm.shape.rs),
-                                shape: s,
-                                ..sm
-                            };
-                            (x, b)
-                        }
-                    };
+                    let (a, b) = thin_operands(side, sm, x, (p.row, p.col));
                     let accum = if i == 0 { first } else { Accum::Add };
                     let cm = RawMatMut::new(c.offset(c_at), cs);
                     tiny_gemm(cm, accum, a, b, self.alpha);
                 }
             }
+        }
+    }
+}
+
+/// The two operands of one thin GEMM: the block's sub-matrix `x` beside the small operand's
+/// rows (`Side::B`: `sm`'s columns from the place's row on) or columns (`Side::A`).
+///
+/// # Safety
+/// The place's rows (columns) of `sm` lie inside its matrix.
+unsafe fn thin_operands<T: Scalar>(
+    side: Side,
+    sm: RawMat<T>,
+    x: RawMat<T>,
+    (row, col): (usize, usize),
+) -> (RawMat<T>, RawMat<T>) {
+    match side {
+        Side::B => {
+            let shape = MatShape {
+                n: x.shape.m,
+                ..sm.shape
+            };
+            // SAFETY: forwarded from the caller.
+            let ptr = unsafe { sm.ptr.offset(row as isize * sm.shape.cs) };
+            (RawMat { ptr, shape, ..sm }, x)
+        }
+        Side::A => {
+            let shape = MatShape {
+                m: x.shape.n,
+                ..sm.shape
+            };
+            // SAFETY: forwarded from the caller.
+            let ptr = unsafe { sm.ptr.offset(col as isize * sm.shape.rs) };
+            (x, RawMat { ptr, shape, ..sm })
         }
     }
 }

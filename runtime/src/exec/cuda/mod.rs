@@ -228,12 +228,7 @@ impl CudaDevice {
     where
         CudaBlas: Gemm<T>,
     {
-        if T::IS_COMPLEX {
-            return Err(Error::UnsupportedDtype {
-                dtype: T::DTYPE,
-                executor: "cuda".into(),
-            });
-        }
+        real_only::<T>()?;
         let last = plan.steps.last().ok_or_else(|| Error::EmptyPlan {
             executor: "cuda".into(),
         })?;
@@ -244,39 +239,10 @@ impl CudaDevice {
         let mut keep: Vec<CudaSlice<T>> = Vec::new();
         let mut keep_ptrs: Vec<CudaSlice<u64>> = Vec::new();
         for (si, st) in prep.lowered.steps.iter().enumerate() {
-            let alloc = |n: usize| -> Result<CudaSlice<T>> {
-                self.stream
-                    .alloc_zeros(n.max(1))
-                    .map_err(|e| cuda_err("alloc", e))
-            };
-            let mut out = alloc(st.out_len)?;
-            let [mut sa, mut sb, mut sc] = [
-                alloc(st.scratch[0])?,
-                alloc(st.scratch[1])?,
-                alloc(st.scratch[2])?,
-            ];
-            let pick = |inp: Input| -> Result<&CudaSlice<T>> {
-                match inp {
-                    Input::Operand(k) => Ok(&ops[k].data),
-                    Input::Step(j) => outs[j].as_ref().ok_or_else(|| {
-                        cuda_err(
-                            "step inputs",
-                            CudaError::Lowering("an intermediate was used twice".into()),
-                        )
-                    }),
-                }
-            };
-            let mut bufs = Bufs {
-                left: pick(st.inputs.0)?,
-                right: pick(st.inputs.1)?,
-                out: &mut out,
-                sa: &mut sa,
-                sb: &mut sb,
-                sc: &mut sc,
-            };
-            let a = if st.scaled { alpha } else { T::one() };
-            keep_ptrs.extend(self.run_step(st, &prep.descs[si], &gather, &mut bufs, a)?);
-            keep.extend([sa, sb, sc]);
+            let (out, scratch, ptrs) =
+                self.launch_step(st, &prep.descs[si], &gather, ops, &outs, alpha)?;
+            keep_ptrs.extend(ptrs);
+            keep.extend(scratch);
             outs.push(Some(out));
         }
         let data = outs.pop().flatten().ok_or_else(|| Error::EmptyPlan {
@@ -295,6 +261,57 @@ impl CudaDevice {
             Vec::new(),
         );
         Ok(DeviceTensor { structure, data })
+    }
+
+    /// Allocates step `st`'s output and scratch and queues its launches (`outs`: the earlier
+    /// steps' outputs): the output, the scratch and the pointer arrays, to be freed only
+    /// after the last launch is queued.
+    #[allow(clippy::type_complexity)]
+    fn launch_step<T: DeviceScalar>(
+        &self,
+        st: &StepOps,
+        descs: &[Option<CudaSlice<i64>>],
+        gather: &CudaFunction,
+        ops: &[&DeviceTensor<T>],
+        outs: &[Option<CudaSlice<T>>],
+        alpha: T,
+    ) -> Result<(CudaSlice<T>, [CudaSlice<T>; 3], Vec<CudaSlice<u64>>)>
+    where
+        CudaBlas: Gemm<T>,
+    {
+        let alloc = |n: usize| -> Result<CudaSlice<T>> {
+            self.stream
+                .alloc_zeros(n.max(1))
+                .map_err(|e| cuda_err("alloc", e))
+        };
+        let mut out = alloc(st.out_len)?;
+        let [mut sa, mut sb, mut sc] = [
+            alloc(st.scratch[0])?,
+            alloc(st.scratch[1])?,
+            alloc(st.scratch[2])?,
+        ];
+        let pick = |inp: Input| -> Result<&CudaSlice<T>> {
+            match inp {
+                Input::Operand(k) => Ok(&ops[k].data),
+                Input::Step(j) => outs[j].as_ref().ok_or_else(|| {
+                    cuda_err(
+                        "step inputs",
+                        CudaError::Lowering("an intermediate was used twice".into()),
+                    )
+                }),
+            }
+        };
+        let mut bufs = Bufs {
+            left: pick(st.inputs.0)?,
+            right: pick(st.inputs.1)?,
+            out: &mut out,
+            sa: &mut sa,
+            sb: &mut sb,
+            sc: &mut sc,
+        };
+        let a = if st.scaled { alpha } else { T::one() };
+        let ptrs = self.run_step(st, descs, gather, &mut bufs, a)?;
+        Ok((out, [sa, sb, sc], ptrs))
     }
 
     /// Queues one step's ops; returns the grouped GEMMs' pointer arrays, which must outlive
@@ -399,4 +416,18 @@ pub struct Prepared {
     /// The op list.
     pub lowered: Lowered,
     descs: Vec<Vec<Option<CudaSlice<i64>>>>,
+}
+
+/// The CUDA executor runs real element types only (its GEMMs are cuBLAS's real ones).
+fn real_only<T: DeviceScalar>() -> Result<()>
+where
+    CudaBlas: Gemm<T>,
+{
+    if T::IS_COMPLEX {
+        return Err(Error::UnsupportedDtype {
+            dtype: T::DTYPE,
+            executor: "cuda".into(),
+        });
+    }
+    Ok(())
 }
