@@ -215,6 +215,19 @@ fn batched_groups_one_per_shape() {
     // uncoalesced: one call per pair
     let counts = run_forced(&spec, &[&a, &b], &PlanOptions::uncoalesced());
     assert_eq!(counts[GroupKind::Single as usize], plan.pair_gemms());
+    // explain names each group's kernel, as the executor will choose it
+    use blockcontract::plan::kernel_choice::{member_kernel, Kernel};
+    let batched = build_plan(&spec, &[&a, &b], &PlanOptions::only(GroupKind::Batched)).unwrap();
+    let text = batched.explain_with(None, usize::MAX);
+    let groups = &batched.steps[0].plan.groups;
+    let tiny = groups
+        .iter()
+        .filter(|g| member_kernel(g.kind, g.m, g.n, g.k) == Kernel::Tiny)
+        .count();
+    assert!(tiny > 0, "the case must have tiny batched groups");
+    assert_eq!(text.matches("kernel tiny:").count(), tiny, "{text}");
+    let lines = text.lines().filter(|l| l.contains("  kernel ")).count();
+    assert_eq!(lines, groups.len(), "{text}");
 }
 
 fn forced_options() -> Vec<PlanOptions> {

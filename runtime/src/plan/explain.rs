@@ -1,11 +1,13 @@
 //! `Plan::explain`: which GEMMs a contraction issues, how they were grouped, and why.
 
+use super::kernel_choice::{coefficient_kernel, member_kernel, Kernel};
 use super::{GroupKind, Plan};
 use std::fmt::Write;
 
 impl Plan {
     /// The plan as text: per step and group, kind, members, shape, flops, wasted flops, packed
-    /// bytes, predicted time and the cost model's reason; a summary line.
+    /// bytes, predicted time, the kernel its GEMMs run on and the cost model's reason; a
+    /// summary line.
     pub fn explain(&self) -> String {
         self.explain_with(None, 8)
     }
@@ -72,6 +74,29 @@ fn explain_coefficient(s: &mut String, cf: &super::CoefficientPlan, plan: &Plan)
         cf.seconds.len(),
         cf.flops / 1e9
     );
+    let tiny = |shapes: &mut dyn Iterator<Item = (usize, usize, usize)>| {
+        shapes
+            .filter(|&(m, n, k)| coefficient_kernel(m, n, k) == Kernel::Tiny)
+            .count()
+    };
+    let first = tiny(
+        &mut cf
+            .firsts
+            .iter()
+            .map(|f| (f.a_shape.m, f.b_shape.n, f.a_shape.n)),
+    );
+    let second = tiny(
+        &mut cf
+            .seconds
+            .iter()
+            .map(|g| (g.out_shape.m, g.out_shape.n, g.m1_shape.n)),
+    );
+    let _ = writeln!(
+        s,
+        "  kernels: first stage {first} tiny, {} faer; last stage {second} tiny, {} faer",
+        cf.firsts.len() - first,
+        cf.seconds.len() - second
+    );
     let _ = writeln!(
         s,
         "  predicted {:.1} us; the other direction {:.1} us; the pairwise steps {:.1} us \
@@ -120,7 +145,7 @@ fn explain_step(
             .map_or(String::new(), |t| format!(", measured {:.2} us", t * 1e6));
         let _ = writeln!(
             s,
-            "  {:<16} {:>4} pairs  {}x{}x{}  {:.3} MFLOP  wasted {:.0}  packed {} elems  predicted {:.2} us{}: {}",
+            "  {:<16} {:>4} pairs  {}x{}x{}  {:.3} MFLOP  wasted {:.0}  packed {} elems  predicted {:.2} us{}  kernel {}: {}",
             g.kind.name(),
             g.pairs.len(),
             g.m,
@@ -131,6 +156,7 @@ fn explain_step(
             g.packed_elems,
             g.predicted_s * 1e6,
             meas,
+            member_kernel(g.kind, g.m, g.n, g.k).name(),
             g.reason()
         );
     }

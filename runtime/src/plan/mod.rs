@@ -11,6 +11,7 @@ pub mod cost;
 mod explain;
 mod family;
 pub mod group;
+pub mod kernel_choice;
 mod keys;
 mod layout;
 mod members;

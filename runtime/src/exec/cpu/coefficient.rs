@@ -4,13 +4,15 @@
 
 use super::SharedMut;
 use crate::block::DynTensor;
-use crate::kernel::{gemm, tiny_gemm, tiny_wins, Accum, RawMat, RawMatMut};
+use crate::kernel::{gemm, tiny_gemm, Accum, RawMat, RawMatMut};
 use crate::plan::coefficient::{Axpy, CoefficientPlan, Source};
+use crate::plan::kernel_choice::{coefficient_kernel, Kernel};
 use crate::plan::{GroupKind, KernelCounts};
 use crate::scalar::{Conj, Scalar};
 use crate::threads::{pool, share_out};
 
-/// `C (+)= alpha A B` on the tiny kernel where a library call's fixed cost would dominate.
+/// `C (+)= alpha A B` on the tiny kernel where a library call's fixed cost would dominate
+/// ([`coefficient_kernel`]).
 ///
 /// # Safety
 /// As [`gemm`].
@@ -24,7 +26,7 @@ unsafe fn gemm_auto<T: Scalar>(
     let (m, n, k) = (c.shape.m, c.shape.n, a.shape.n);
     // SAFETY: forwarded from the caller.
     unsafe {
-        if tiny_wins(m, n, k) {
+        if coefficient_kernel(m, n, k) == Kernel::Tiny {
             tiny_gemm(c, accum, a, b, alpha)
         } else {
             gemm(c, accum, a, b, alpha)

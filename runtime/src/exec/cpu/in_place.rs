@@ -3,7 +3,8 @@
 //! group's big operand ([`Group::thin`]).
 
 use super::Ctx;
-use crate::kernel::{tiny_gemm, tiny_wins, Accum, RawMat, RawMatMut};
+use crate::kernel::{tiny_gemm, Accum, RawMat, RawMatMut};
+use crate::plan::kernel_choice::{split_kernel, Kernel};
 use crate::plan::Group;
 use crate::scalar::Scalar;
 use crate::step::Side;
@@ -31,7 +32,7 @@ impl<T: Scalar> Ctx<'_, T> {
             Side::A => (MatShape { m: s.mat.m, ..cs }, s.mat.m as isize * cs.rs),
             Side::B => (MatShape { n: s.mat.n, ..cs }, s.mat.n as isize * cs.cs),
         };
-        let tiny = tiny_wins(sub.m, sub.n, k);
+        let tiny = split_kernel(sub.m, sub.n, k) == Kernel::Tiny;
         for o in 0..s.count as isize {
             // SAFETY: sub-matrix `o` of the split operand and its rows or columns of `c` lie
             // inside their buffers (the plan's split covers the block; `c` is the member's).

@@ -3,7 +3,8 @@
 //! GEMMs cut into panels (`split` decides which, `crate::threads` shares the work out).
 
 use crate::block::DynTensor;
-use crate::kernel::{gemm_par, thin_wins, tiny_gemm, tiny_wins, Accum, Par, RawMat, RawMatMut};
+use crate::kernel::{gemm_par, tiny_gemm, Accum, Par, RawMat, RawMatMut};
+use crate::plan::kernel_choice::{member_kernel, view_kernel, Kernel};
 use crate::plan::{Access, Group, GroupKind, KernelCounts, Reach, StepPlan};
 use crate::scalar::Scalar;
 use crate::step::Side;
@@ -367,13 +368,13 @@ impl<T: Scalar> Ctx<'_, T> {
         }
     }
 
-    /// One GEMM: on the tiny kernel when it is thin ([`thin_wins`]), else on faer, on the
+    /// One GEMM: on the tiny kernel when its views are thin ([`view_kernel`]), else on faer, on the
     /// step's threads when it is large enough to gain.
     ///
     /// # Safety
     /// As [`gemm`].
     unsafe fn gemm(&self, c: RawMatMut<T>, accum: Accum, a: RawMat<T>, b: RawMat<T>) {
-        if thin_wins(&c, &a, &b) {
+        if view_kernel(&c, &a, &b) == Kernel::Tiny {
             // SAFETY: forwarded from the caller.
             return unsafe { tiny_gemm(c, accum, a, b, self.alpha) };
         }
@@ -410,7 +411,7 @@ impl<T: Scalar> Ctx<'_, T> {
         let sp = self.sp;
         let (m, n, k) = (gr.m, gr.n, gr.k);
         let [sa, sb, sc] = scratch_parts(gr, scratch);
-        let tiny = gr.kind == GroupKind::Batched && tiny_wins(m, n, k);
+        let tiny = member_kernel(gr.kind, m, n, k) == Kernel::Tiny;
         let members = &sp.members[gr.members as usize..][..gr.pairs.len()];
         for (mb, &pi) in members.iter().zip(&gr.pairs) {
             // each member's own shape: the group's for single and batched members (one shape),
