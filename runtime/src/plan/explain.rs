@@ -74,23 +74,7 @@ fn explain_coefficient(s: &mut String, cf: &super::CoefficientPlan, plan: &Plan)
         cf.seconds.len(),
         cf.flops / 1e9
     );
-    let tiny = |shapes: &mut dyn Iterator<Item = (usize, usize, usize)>| {
-        shapes
-            .filter(|&(m, n, k)| coefficient_kernel(m, n, k) == Kernel::Tiny)
-            .count()
-    };
-    let first = tiny(
-        &mut cf
-            .firsts
-            .iter()
-            .map(|f| (f.a_shape.m, f.b_shape.n, f.a_shape.n)),
-    );
-    let second = tiny(
-        &mut cf
-            .seconds
-            .iter()
-            .map(|g| (g.out_shape.m, g.out_shape.n, g.m1_shape.n)),
-    );
+    let (first, second) = tiny_gemms(cf);
     let _ = writeln!(
         s,
         "  kernels: first stage {first} tiny, {} faer; last stage {second} tiny, {} faer",
@@ -106,6 +90,22 @@ fn explain_coefficient(s: &mut String, cf: &super::CoefficientPlan, plan: &Plan)
         cf.pairwise_s * 1e6,
         plan.flops() / 1e9
     );
+}
+
+/// How many of the coefficient form's first- and last-stage GEMMs run on the tiny kernel.
+fn tiny_gemms(cf: &super::CoefficientPlan) -> (usize, usize) {
+    let tiny = |m: usize, n: usize, k: usize| coefficient_kernel(m, n, k) == Kernel::Tiny;
+    let first = cf
+        .firsts
+        .iter()
+        .filter(|f| tiny(f.a_shape.m, f.b_shape.n, f.a_shape.n))
+        .count();
+    let second = cf
+        .seconds
+        .iter()
+        .filter(|g| tiny(g.out_shape.m, g.out_shape.n, g.m1_shape.n))
+        .count();
+    (first, second)
 }
 
 /// One step's lines of [`Plan::explain_with`]: its summary, then its costliest groups (by

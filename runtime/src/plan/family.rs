@@ -5,7 +5,7 @@ use super::cost::CostModel;
 use super::group::{Group, GroupKind, Place};
 use super::keys::Keys;
 use super::options::{PlanOptions, Policy, TIE};
-use super::price::{batch_member_cost, single_cost};
+use super::price::{batch_member_cost, Draft};
 use super::step_plan::StepPlan;
 use std::ops::Range;
 
@@ -30,6 +30,7 @@ fn kind_of([nr, nk, nn]: [usize; 3]) -> GroupKind {
 /// Returns the concatenated groups; the pairs left alone go to `singles`.
 pub(super) fn choose_family(
     sp: &StepPlan,
+    draft: &Draft,
     ks: &Keys,
     ps: &[u32],
     opts: &PlanOptions,
@@ -37,7 +38,7 @@ pub(super) fn choose_family(
     singles: &mut Vec<u32>,
 ) -> Vec<Vec<u32>> {
     let model = &opts.model;
-    let sep = separate_cost(sp, ps, opts);
+    let sep = separate_cost(sp, draft, ps, opts);
     let whole = vec![Range {
         start: 0,
         end: ps.len(),
@@ -51,7 +52,7 @@ pub(super) fn choose_family(
         parts
             .iter()
             .map(|x| match &v[x.clone()] {
-                [p] => single_cost(sp, *p),
+                [p] => draft.single_cost(*p),
                 grp => concat_cost(sp, ks, grp, model, sole, pl),
             })
             .sum()
@@ -89,10 +90,10 @@ pub(super) fn choose_family(
 
 /// The pairs `ps` run on their own: each a single GEMM, or a batch member where batching is
 /// allowed and cheaper (singles may later be batched).
-fn separate_cost(sp: &StepPlan, ps: &[u32], opts: &PlanOptions) -> f64 {
+fn separate_cost(sp: &StepPlan, draft: &Draft, ps: &[u32], opts: &PlanOptions) -> f64 {
     ps.iter()
         .map(|&p| {
-            let one = single_cost(sp, p);
+            let one = draft.single_cost(p);
             if opts.batched {
                 one.min(batch_member_cost(sp, p, &opts.model))
             } else {

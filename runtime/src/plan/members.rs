@@ -2,13 +2,14 @@
 
 use super::group::{Group, GroupKind, Place};
 use super::options::{PlanOptions, Policy, TIE};
-use super::price::{member_base, member_cost, single_cost};
+use super::price::{member_base, member_cost, Draft};
 use super::step_plan::StepPlan;
 use crate::step::PairGemm;
 
 /// Singles of equal shape become batched groups where that pays (or always, when forced).
 pub(super) fn batch_singles(
     sp: &StepPlan,
+    draft: &Draft,
     mut singles: Vec<u32>,
     opts: &PlanOptions,
 ) -> Vec<Group> {
@@ -21,7 +22,7 @@ pub(super) fn batch_singles(
     let mut out = Vec::new();
     let mut lone = Vec::new();
     for ps in singles.chunk_by(|x, y| shape(x) == shape(y)) {
-        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p)).sum();
+        let sep: f64 = ps.iter().map(|&p| draft.single_cost(p)).sum();
         // the members' GEMMs (or sub-GEMMs, where they split), copies aside
         let base = member_base(&opts.model, GroupKind::Batched, shape(&ps[0]));
         let bat: f64 = opts.model.call_s
@@ -51,7 +52,7 @@ pub(super) fn batch_singles(
         }
     }
     if opts.grouped {
-        group_singles(sp, &lone, opts, &mut out);
+        group_singles(sp, draft, &lone, opts, &mut out);
     }
     out
 }
@@ -60,7 +61,13 @@ pub(super) fn batch_singles(
 /// output block at most once per call (so a GPU may run them concurrently), taken where the
 /// cost model says so (on a CPU a grouped call is a loop of GEMMs: a tie, broken towards
 /// fewer calls).
-fn group_singles(sp: &StepPlan, singles: &[u32], opts: &PlanOptions, out: &mut Vec<Group>) {
+fn group_singles(
+    sp: &StepPlan,
+    draft: &Draft,
+    singles: &[u32],
+    opts: &PlanOptions,
+    out: &mut Vec<Group>,
+) {
     // first fit: a single goes into the first call that does not write its output block
     // yet, which is call number (times that block was placed before)
     let mut placed = vec![0u32; sp.out_keys.len()];
@@ -76,7 +83,7 @@ fn group_singles(sp: &StepPlan, singles: &[u32], opts: &PlanOptions, out: &mut V
     }
     let m = &opts.model;
     for ps in calls {
-        let sep: f64 = ps.iter().map(|&p| single_cost(sp, p)).sum();
+        let sep: f64 = ps.iter().map(|&p| draft.single_cost(p)).sum();
         let grouped = m.grouped_call_s() + sep - ps.len() as f64 * (m.call_s - m.member_s);
         let take = ps.len() > 1
             && match opts.policy {

@@ -88,7 +88,7 @@ pub(super) fn member_cost(
 
 /// Per pair of the step: its predicted time as its own GEMM, its operands copied or split
 /// where they must be (its output's copy aside).
-pub(super) fn pair_prices(sp: &StepPlan, model: &CostModel) -> Vec<f64> {
+fn pair_prices(sp: &StepPlan, model: &CostModel) -> Vec<f64> {
     sp.pairs
         .iter()
         .map(|pr| price_pair(sp, pr, GroupKind::Single, model))
@@ -108,9 +108,25 @@ fn price_pair(sp: &StepPlan, pr: &PairGemm, kind: GroupKind, model: &CostModel) 
     member_cost(sp, shape, (pr.a, pr.b, None), base, model).0
 }
 
-/// Predicted time of pair `p` as its own GEMM (from [`pair_prices`]).
-pub(super) fn single_cost(sp: &StepPlan, p: u32) -> f64 {
-    sp.pair_s[p as usize]
+/// The planner's draft of a step: what only planning reads, apart from the [`StepPlan`] the
+/// executors read, and dropped once the step is planned. Each pair's predicted time as its
+/// own GEMM (copies or splits included), priced once for the many candidates that quote it.
+pub(super) struct Draft {
+    pair_s: Vec<f64>,
+}
+
+impl Draft {
+    /// The draft of `sp`, its pairs priced by `model` ([`pair_prices`]).
+    pub(super) fn new(sp: &StepPlan, model: &CostModel) -> Draft {
+        Draft {
+            pair_s: pair_prices(sp, model),
+        }
+    }
+
+    /// Predicted time of pair `p` as its own GEMM.
+    pub(super) fn single_cost(&self, p: u32) -> f64 {
+        self.pair_s[p as usize]
+    }
 }
 
 /// Predicted time of pair `p` as a batch member.
@@ -157,10 +173,10 @@ fn member_shape(sp: &StepPlan, gr: &Group, p: u32) -> (usize, usize, usize) {
 }
 
 /// Decides each operand's access from the final layouts; prices the group; writes its reason.
-pub(super) fn finalize(sp: &StepPlan, gr: &mut Group, model: &CostModel) {
+pub(super) fn finalize(sp: &StepPlan, draft: &Draft, gr: &mut Group, model: &CostModel) {
     // for the reason only (a single's reason quotes no alternative)
     if gr.kind != GroupKind::Single {
-        gr.uncoalesced_s = gr.pairs.iter().map(|&p| single_cost(sp, p)).sum();
+        gr.uncoalesced_s = gr.pairs.iter().map(|&p| draft.single_cost(p)).sum();
     }
     match gr.kind {
         GroupKind::Single | GroupKind::Batched | GroupKind::Grouped => {

@@ -10,7 +10,7 @@ use super::layout::{
 };
 use super::members::{batch_singles, member_group};
 use super::options::PlanOptions;
-use super::price::{finalize, member_splits, pair_prices};
+use super::price::{finalize, member_splits, Draft};
 use super::reach::{member_records, transpose_cache};
 pub use super::step_plan::{Components, OperandPlan, StepPlan};
 use crate::block::{describe, max_elements, Block, BlockIndex, BlockKey, DynTensor};
@@ -80,16 +80,24 @@ pub(crate) fn plan_step_like<T: Scalar>(
     };
     let mut sp = StepPlan::undecided(desc.clone(), g, (pairs, out_keys), operands, ks.clone());
     let model = opts.model;
-    sp.pair_s = pair_prices(&sp, &model);
-    let groups = match template.and_then(|t| regroup(&sp, &ks, t, opts)) {
+    // what only planning reads: dropped when this function returns
+    let draft = Draft::new(&sp, &model);
+    let groups = match template.and_then(|t| regroup(&sp, &draft, &ks, t, opts)) {
         Some(groups) => groups,
-        None => group_pairs(&sp, &ks, opts),
+        None => group_pairs(&sp, &draft, &ks, opts),
     };
     let out_blocks = match fixed {
         None => assign_output_layout(&mut sp, &groups),
         Some(t) => fixed_output(&mut sp, t),
     };
-    finish(&mut sp, (groups, out_blocks), &model, [a, b], template);
+    finish(
+        &mut sp,
+        &draft,
+        (groups, out_blocks),
+        &model,
+        [a, b],
+        template,
+    );
     Ok(Some(sp))
 }
 
@@ -111,6 +119,7 @@ fn fixed_output<T: Scalar>(sp: &mut StepPlan, t: &DynTensor<T>) -> Vec<Block> {
 /// same keys in the same order, when given).
 fn finish<T: Scalar>(
     sp: &mut StepPlan,
+    draft: &Draft,
     (mut groups, out_blocks): (Vec<Group>, Vec<Block>),
     model: &super::cost::CostModel,
     [a, b]: [&DynTensor<T>; 2],
@@ -119,7 +128,7 @@ fn finish<T: Scalar>(
     sp.c_offsets = out_blocks.iter().map(|b| b.layout.offset).collect();
     sp.flops = sp.pairs.iter().map(|p| p.flops()).sum();
     for gr in &mut groups {
-        finalize(sp, gr, model);
+        finalize(sp, draft, gr, model);
     }
     sp.zero_blocks = first_writes(&mut groups, sp.out_keys.len());
     sp.components = components(&groups, sp.out_keys.len());
@@ -132,7 +141,6 @@ fn finish<T: Scalar>(
     let blocks = [a.blocks(), b.blocks(), &out_blocks];
     assign_packs(sp, &mut groups, blocks, template.map(|t| &t.packs));
     member_records(sp, &mut groups, &split);
-    sp.pair_s = Vec::new();
     sp.groups = groups;
     sp.out_index = Arc::new(match template {
         Some(t) => t.out_index.sharing_keys(out_blocks),
@@ -161,7 +169,7 @@ fn onto_target<T: Scalar>(list: &mut PairList, t: &DynTensor<T>) -> bool {
 /// The step's groups: the pairs of each coupled sector (the charge carried across the
 /// contracted legs) split into families, each concatenated into one GEMM, and the pairs left
 /// alone batched or grouped.
-fn group_pairs(sp: &StepPlan, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
+fn group_pairs(sp: &StepPlan, draft: &Draft, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
     let mut classes: FxMap<u32, Vec<u32>> = FxMap::default();
     for (i, p) in sp.pairs.iter().enumerate() {
         if p.m > 0 && p.n > 0 && p.k > 0 {
@@ -178,12 +186,12 @@ fn group_pairs(sp: &StepPlan, ks: &Keys, opts: &PlanOptions) -> Vec<Group> {
     let mut placer = Placer::new(sp, ks);
     for cid in class_ids {
         let ps = &classes[&cid];
-        for fam in choose_family(sp, ks, ps, opts, &mut placer, &mut singles) {
+        for fam in choose_family(sp, draft, ks, ps, opts, &mut placer, &mut singles) {
             let kind = family_kind(sp, ks, &fam, &mut placer);
             groups.push(concat_group(sp, ks, &fam, kind, &mut placer));
         }
     }
-    groups.extend(batch_singles(sp, singles, opts));
+    groups.extend(batch_singles(sp, draft, singles, opts));
     groups
 }
 
@@ -258,7 +266,13 @@ fn resized<T: Scalar>(
 /// places recomputed), its single, batched and grouped calls kept (a batch whose members'
 /// shapes now differ is batched anew). None when a pair became empty or non-empty, so the
 /// decisions no longer cover the live pairs.
-fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option<Vec<Group>> {
+fn regroup(
+    sp: &StepPlan,
+    draft: &Draft,
+    ks: &Keys,
+    t: &StepPlan,
+    opts: &PlanOptions,
+) -> Option<Vec<Group>> {
     let live = |p: u32| {
         let x = &sp.pairs[p as usize];
         x.m > 0 && x.n > 0 && x.k > 0
@@ -282,7 +296,7 @@ fn regroup(sp: &StepPlan, ks: &Keys, t: &StepPlan, opts: &PlanOptions) -> Option
         }
         keep.push(!diverged);
     }
-    let rebatched = batch_singles(sp, loose, opts);
+    let rebatched = batch_singles(sp, draft, loose, opts);
     let kept = keep.iter().filter(|&&k| k).count();
     let mut groups = Vec::with_capacity(kept + rebatched.len());
     let mut placer = Placer::new(sp, ks);

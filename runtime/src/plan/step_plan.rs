@@ -56,10 +56,6 @@ pub struct StepPlan {
     /// The member GEMMs of the single, batched and grouped groups, in execution order (each
     /// group's from its [`Group::members`]).
     pub members: Vec<Member>,
-    /// While planning: per pair, its predicted time as its own GEMM (copies or splits
-    /// included), priced once for the many candidates that quote it; emptied once the step
-    /// is planned.
-    pub(crate) pair_s: Vec<f64>,
     /// The sub-matrices of the members that read an operand block in place as strided
     /// sub-GEMMs ([`Reach::Split`](super::Reach::Split)), one per such member.
     pub splits: Vec<SplitAt>,
@@ -160,7 +156,6 @@ impl StepPlan {
             members: Vec::new(),
             splits: Vec::new(),
             thin: Vec::new(),
-            pair_s: Vec::new(),
             keys,
         }
     }
