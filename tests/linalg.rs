@@ -922,6 +922,14 @@ proptest! {
 }
 
 #[test]
+fn expanded_split_of_a_sector_with_nothing_in_range_keeps_nothing_there() {
+    // this case has a sector where neither the tensor nor the term has a column: its
+    // eigenproblem is empty (faer's eigensolver is not called on a 0 x 0 matrix)
+    check_expanded::<f64>(1376800198091160353, 0).unwrap();
+    check_expanded::<Complex64>(1376800198091160353, 0).unwrap();
+}
+
+#[test]
 fn expanded_split_rejects_a_term_on_other_legs_and_a_negative_weight() {
     use blockcontract::linalg::{expanded_split, Expansion, Keep};
     let u1 = Symmetry::u1();

@@ -200,7 +200,7 @@ fn sector_part<T: Scalar>(
     let p = dense(e.p, e.shared, e.rest, sp);
     let r = m.nrows();
     let a = orthonormal_range(m.clone(), None);
-    let room = r - a.ncols();
+    let room = r.saturating_sub(a.ncols());
     let want = ((e.ratio * a.ncols() as f64).ceil() as usize + MIN_NEW)
         .min(room)
         .min(p.ncols());
@@ -211,6 +211,15 @@ fn sector_part<T: Scalar>(
         Mat::zeros(r, 0)
     };
     let n = a.ncols() + b.ncols();
+    if n == 0 {
+        // nothing in range: no rows, or `M` and the sketch both zero
+        return Ok(Part {
+            basis: Mat::zeros(r, 0),
+            vectors: Mat::zeros(0, 0),
+            values: Vec::new(),
+            coef: Mat::zeros(0, m.ncols()),
+        });
+    }
     let basis = Mat::from_fn(r, n, |i, j| {
         if j < a.ncols() {
             *a.get(i, j)
@@ -295,9 +304,11 @@ fn svqb<T: Scalar>(y: Mat<T>) -> Mat<T> {
         return none();
     }
     // ascending: the kept directions are the last ones, largest first
+    // at most the rank `y` can have: its row count bounds it, whatever rounding leaves
     let kept: Vec<usize> = (0..n)
         .rev()
         .filter(|&i| lam(i) > RANGE_FLOOR * top)
+        .take(y.nrows())
         .collect();
     let u = f.U();
     let scaled = Mat::from_fn(n, kept.len(), |i, j| {
