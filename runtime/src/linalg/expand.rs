@@ -15,7 +15,7 @@
 //! is `A`'s dimension plus `k`. Where `k` covers the rank of `P` beyond `A`, the values are
 //! those of the enlarged matrix (down to `1e-7` of a sector's largest).
 
-use super::factor::{bond, failed, per_sector, truncate, Truncation};
+use super::factor::{bond, failed, per_sector, Kept, Truncation};
 use super::gram::{Keep, Split};
 use super::matrix::{check_groups, dense, factor, joint_sectors, sectors, BondAt, Sector};
 use crate::block::DynTensor;
@@ -99,25 +99,15 @@ pub fn expanded_split<T: Scalar>(
             .map_err(|_| failed("expanded split", "a sector without its pair"))?;
         sector_part(t, (iso, other), e, &pairs[i])
     })?;
-    let mut all: Vec<(f64, usize)> = Vec::new();
-    for (si, p) in parts.iter().enumerate() {
-        all.extend(p.values.iter().map(|&v| (v, si)));
-    }
-    let (kept, discarded_weight) = truncate(&mut all, secs.len(), trunc);
-    let live: Vec<usize> = (0..secs.len()).filter(|&i| kept[i] > 0).collect();
-    let lsecs: Vec<&Sector> = live.iter().map(|&i| secs[i]).collect();
-    let lkept: Vec<usize> = live.iter().map(|&i| kept[i]).collect();
-    let (left, right) = factors(t, (rows, cols), keep, (&lsecs, &lkept), &live, &parts)?;
-    let mut singular_values: Vec<f64> = live
-        .iter()
-        .flat_map(|&i| parts[i].values[..kept[i]].iter().copied())
-        .collect();
-    singular_values.sort_by(|a, b| b.total_cmp(a));
+    let k = Kept::new(parts.iter().map(|p| p.values.as_slice()), trunc);
+    let lsecs: Vec<&Sector> = k.live.iter().map(|&i| secs[i]).collect();
+    let lkept = k.live_kept();
+    let (left, right) = factors(t, (rows, cols), keep, (&lsecs, &lkept), &k.live, &parts)?;
     Ok(Split {
         left,
         right,
-        singular_values,
-        discarded_weight,
+        singular_values: k.values(|i| &parts[i].values),
+        discarded_weight: k.discarded_weight,
     })
 }
 

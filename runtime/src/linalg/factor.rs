@@ -296,6 +296,51 @@ pub(super) fn truncate(
     (kept, if total > 0.0 { discarded / total } else { 0.0 })
 }
 
+/// One truncation over all sectors of per-sector values (each largest first): how many
+/// values each sector keeps, the sectors that keep any (in order), the discarded weight.
+pub(super) struct Kept {
+    pub kept: Vec<usize>,
+    pub live: Vec<usize>,
+    pub discarded_weight: f64,
+}
+
+impl Kept {
+    /// `values[i]` of sector `i`, truncated by `trunc` ([`truncate`]).
+    pub(super) fn new<'a>(
+        values: impl ExactSizeIterator<Item = &'a [f64]>,
+        trunc: &Truncation,
+    ) -> Kept {
+        let n = values.len();
+        let mut all: Vec<(f64, usize)> = Vec::new();
+        for (si, v) in values.enumerate() {
+            all.extend(v.iter().map(|&x| (x, si)));
+        }
+        let (kept, discarded_weight) = truncate(&mut all, n, trunc);
+        let live = (0..n).filter(|&i| kept[i] > 0).collect();
+        Kept {
+            kept,
+            live,
+            discarded_weight,
+        }
+    }
+
+    /// The live sectors' kept counts, in order.
+    pub(super) fn live_kept(&self) -> Vec<usize> {
+        self.live.iter().map(|&i| self.kept[i]).collect()
+    }
+
+    /// The kept values of every live sector (`values(i)` sector `i`'s), largest first.
+    pub(super) fn values<'a>(&self, values: impl Fn(usize) -> &'a [f64]) -> Vec<f64> {
+        let mut v: Vec<f64> = self
+            .live
+            .iter()
+            .flat_map(|&i| values(i)[..self.kept[i]].iter().copied())
+            .collect();
+        v.sort_by(|a, b| b.total_cmp(a));
+        v
+    }
+}
+
 /// `t = q * r` with `q` an isometry on the row legs (columns orthonormal per sector).
 pub fn qr<T: Scalar>(
     t: &DynTensor<T>,

@@ -9,7 +9,7 @@
 //! relative precision (it has about `1e-16 (s_max / s)^2`: 1e-8 at `s = 1e-4 s_max`), a sweep
 //! does not use. A sector whose isometry side is the longer one runs faer's SVD.
 
-use super::factor::{bond, failed, per_sector, split_factors, truncate, Truncation};
+use super::factor::{bond, failed, per_sector, split_factors, Kept, Truncation};
 use super::matrix::{check_groups, dense, sectors, Sector};
 use crate::block::DynTensor;
 use crate::error::Result;
@@ -62,14 +62,10 @@ pub fn truncated_split<T: Scalar>(
     trunc.check()?;
     let secs = sectors(t, rows, cols, false);
     let parts: Vec<Part<T>> = per_sector(&secs, |s| sector_part(t, rows, cols, s, keep))?;
-    let mut all: Vec<(f64, usize)> = Vec::new();
-    for (si, p) in parts.iter().enumerate() {
-        all.extend(p.values.iter().map(|&v| (v, si)));
-    }
-    let (kept, discarded_weight) = truncate(&mut all, secs.len(), trunc);
-    let live: Vec<usize> = (0..secs.len()).filter(|&i| kept[i] > 0).collect();
+    let k = Kept::new(parts.iter().map(|p| p.values.as_slice()), trunc);
+    let (kept, live) = (&k.kept, &k.live);
     let lsecs: Vec<&Sector> = live.iter().map(|&i| &secs[i]).collect();
-    let lkept: Vec<usize> = live.iter().map(|&i| kept[i]).collect();
+    let lkept = k.live_kept();
     let sym = t.symmetry();
     let b = bond(sym, &lsecs, &lkept, |q| sym.neg(q))?;
     // the other factor of each live sector, from the kept vectors only
@@ -93,16 +89,11 @@ pub fn truncated_split<T: Scalar>(
         (&lm, &rm),
         (sym.zero(), t.charge().clone()),
     )?;
-    let mut singular_values: Vec<f64> = live
-        .iter()
-        .flat_map(|&i| parts[i].values[..kept[i]].iter().copied())
-        .collect();
-    singular_values.sort_by(|a, b| b.total_cmp(a));
     Ok(Split {
         left,
         right,
-        singular_values,
-        discarded_weight,
+        singular_values: k.values(|i| &parts[i].values),
+        discarded_weight: k.discarded_weight,
     })
 }
 

@@ -19,8 +19,8 @@
 //! `coefficient_terms.rs` builds the form, `coefficient_plan.rs` holds what the executors
 //! read.
 
-use super::coefficient_chain::{find_chain, legs_of, out_key_index, Chain, Legs, Output};
-use super::coefficient_terms::{build, by_fixed, Ctx};
+use super::coefficient_chain::{find_chain, Chain, Output};
+use super::coefficient_terms::{build, Ctx};
 use super::options::{PlanOptions, Policy, TIE};
 use super::PlannedStep;
 use crate::block::DynTensor;
@@ -77,24 +77,8 @@ fn direction_flops<T: Scalar>(
     c: &Chain,
     out: &Output<'_>,
 ) -> Option<(f64, f64)> {
-    let fl = spec.operand_labels(c.coef);
-    let legs: Vec<Legs> = (0..3)
-        .map(|k| legs_of(&spec.operand_labels(c.ops[k]), c.rows[k], c.cols[k], &fl))
-        .collect::<Option<_>>()?;
-    let out_legs = legs_of(&out.labels, c.out_row, c.out_col, &fl)?;
-    let maps: Vec<_> = (0..3)
-        .map(|k| by_fixed(ops[c.ops[k]], &legs[k], k > 0))
-        .collect();
-    let out_keys = out_key_index(out);
-    let ctx = Ctx {
-        ops,
-        c,
-        legs: &legs,
-        out_legs: &out_legs,
-        maps: &maps,
-        out,
-        out_keys: &out_keys,
-    };
+    let ctx = Ctx::new(spec, ops, c, out)?;
+    let (legs, out_legs) = (&ctx.legs, &ctx.out_legs);
     let block = |k: usize, b: usize| &ops[c.ops[k]].blocks()[b].layout;
     let elems = |k: usize, b: usize| block(k, b).dims.iter().product::<usize>() as f64;
     let out_slices = |ob: usize| -> f64 {

@@ -22,26 +22,10 @@ pub(super) fn build<T: Scalar>(
     model: &CostModel,
 ) -> Option<CoefficientPlan> {
     let fl = spec.operand_labels(c.coef);
-    let legs: Vec<Legs> = (0..3)
-        .map(|k| legs_of(&spec.operand_labels(c.ops[k]), c.rows[k], c.cols[k], &fl))
-        .collect::<Option<_>>()?;
-    let out_legs = legs_of(&out.labels, c.out_row, c.out_col, &fl)?;
-    let maps: Vec<_> = (0..3)
-        .map(|k| by_fixed(ops[c.ops[k]], &legs[k], k > 0))
-        .collect();
-    let out_keys = out_key_index(out);
+    let ctx = Ctx::new(spec, ops, c, out)?;
     let mut plan = empty_plan(spec, c, &fl)?;
     let mut ix = Index::default();
     let f = ops[c.coef];
-    let ctx = Ctx {
-        ops,
-        c,
-        legs: &legs,
-        out_legs: &out_legs,
-        maps: &maps,
-        out,
-        out_keys: &out_keys,
-    };
     for fb in f.blocks() {
         // the chains of blocks depend on the block's sectors only: found once per block
         let chains = ctx.chains(&fb.key)?;
@@ -259,19 +243,46 @@ fn for_each_offset(l: &Layout, mut f: impl FnMut(&[usize], usize)) {
 pub(super) struct Ctx<'a, T: Scalar> {
     pub(super) ops: &'a [&'a DynTensor<T>],
     pub(super) c: &'a Chain,
-    pub(super) legs: &'a [Legs],
-    pub(super) out_legs: &'a Legs,
-    pub(super) maps: &'a [FxMap<Vec<u32>, Vec<usize>>],
+    pub(super) legs: Vec<Legs>,
+    pub(super) out_legs: Legs,
+    pub(super) maps: Vec<FxMap<Vec<u32>, Vec<usize>>>,
     pub(super) out: &'a Output<'a>,
-    pub(super) out_keys: &'a FxMap<&'a [u32], usize>,
+    pub(super) out_keys: FxMap<&'a [u32], usize>,
 }
 
-impl<T: Scalar> Ctx<'_, T> {
+impl<'a, T: Scalar> Ctx<'a, T> {
+    /// Where the chain's legs sit, its operands' blocks by their fixed sectors and the
+    /// output's blocks by key; None when a leg is not where the chain has it.
+    pub(super) fn new(
+        spec: &ContractionSpec,
+        ops: &'a [&'a DynTensor<T>],
+        c: &'a Chain,
+        out: &'a Output<'a>,
+    ) -> Option<Self> {
+        let fl = spec.operand_labels(c.coef);
+        let legs: Vec<Legs> = (0..3)
+            .map(|k| legs_of(&spec.operand_labels(c.ops[k]), c.rows[k], c.cols[k], &fl))
+            .collect::<Option<_>>()?;
+        let out_legs = legs_of(&out.labels, c.out_row, c.out_col, &fl)?;
+        let maps = (0..3)
+            .map(|k| by_fixed(ops[c.ops[k]], &legs[k], k > 0))
+            .collect();
+        Some(Ctx {
+            ops,
+            c,
+            legs,
+            out_legs,
+            maps,
+            out,
+            out_keys: out_key_index(out),
+        })
+    }
+
     /// Every chain of blocks `(M1, M2, M3)` and its output block that a coefficient block of
     /// `key` selects; None when an output block is missing.
     #[allow(clippy::type_complexity)]
     pub(super) fn chains(&self, key: &[u32]) -> Option<Vec<([usize; 3], usize)>> {
-        let (legs, ts) = (self.legs, [0, 1, 2].map(|k| self.ops[self.c.ops[k]]));
+        let (legs, ts) = (&self.legs, [0, 1, 2].map(|k| self.ops[self.c.ops[k]]));
         let mut buf: Vec<u32> = Vec::new();
         // the blocks of chain operand `k` at the coefficient block's fixed sectors (and `row`)
         let mut find = |k: usize, row: Option<u32>| -> Option<&Vec<usize>> {
@@ -334,7 +345,7 @@ impl<T: Scalar> Ctx<'_, T> {
         if slices.iter().any(|x| x.identity && !x.diagonal) {
             return; // a zero block of an identity slice
         }
-        let view = out_view(&self.out.blocks[ob].layout, self.out_legs, term, ob);
+        let view = out_view(&self.out.blocks[ob].layout, &self.out_legs, term, ob);
         add_term(term.at, blocks, &slices, &view, plan, ix);
     }
 }
