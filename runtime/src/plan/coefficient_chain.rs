@@ -139,3 +139,21 @@ pub(super) fn legs_of(
         fixed,
     })
 }
+
+/// The blocks of a chain operand by their fixed legs' sectors, and their row sector when
+/// `with_row`.
+pub(super) fn by_fixed<T: Scalar>(
+    t: &DynTensor<T>,
+    legs: &Legs,
+    with_row: bool,
+) -> FxMap<Vec<u32>, Vec<usize>> {
+    let mut m: FxMap<Vec<u32>, Vec<usize>> = FxMap::default();
+    for (i, b) in t.blocks().iter().enumerate() {
+        let mut k: Vec<u32> = legs.fixed.iter().map(|&(a, _)| b.key[a]).collect();
+        if with_row {
+            k.push(b.key[legs.row]);
+        }
+        m.entry(k).or_default().push(i);
+    }
+    m
+}

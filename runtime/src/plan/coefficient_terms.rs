@@ -3,7 +3,7 @@
 //! pair of slices), its axpy and its last-stage GEMM; then the last stage ordered by output
 //! block and the form priced.
 
-use super::coefficient_chain::{legs_of, out_key_index, Chain, Legs, Output};
+use super::coefficient_chain::{by_fixed, legs_of, out_key_index, Chain, Legs, Output};
 use super::coefficient_plan::{Axpy, CoefficientPlan, FirstGemm, OutputWork, SecondGemm, Source};
 use super::cost::CostModel;
 use crate::block::DynTensor;
@@ -143,24 +143,6 @@ fn fused_side(
             (l.offset as isize + base) as usize,
         ),
     }
-}
-
-/// The blocks of a chain operand by their fixed legs' sectors, and their row sector when
-/// `with_row`.
-pub(super) fn by_fixed<T: Scalar>(
-    t: &DynTensor<T>,
-    legs: &Legs,
-    with_row: bool,
-) -> FxMap<Vec<u32>, Vec<usize>> {
-    let mut m: FxMap<Vec<u32>, Vec<usize>> = FxMap::default();
-    for (i, b) in t.blocks().iter().enumerate() {
-        let mut k: Vec<u32> = legs.fixed.iter().map(|&(a, _)| b.key[a]).collect();
-        if with_row {
-            k.push(b.key[legs.row]);
-        }
-        m.entry(k).or_default().push(i);
-    }
-    m
 }
 
 /// The builder's indices: first-stage GEMMs by their two matrices, last-stage GEMMs by
